@@ -1,0 +1,37 @@
+"""Core commands: `check` (validate a loop.yaml) and `plugins` (list registered plugins)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tuneloop.config import dump_config, load_config
+from tuneloop.registry import ALL
+
+Overrides = Annotated[
+    list[str] | None,
+    typer.Argument(help="Dotted overrides applied before validation, e.g. train.steps=50."),
+]
+
+
+def check(
+    config: Annotated[Path, typer.Argument(help="The loop.yaml to validate.")],
+    overrides: Overrides = None,
+) -> None:
+    """Validate a loop.yaml: print every error with its YAML path (exit 2) or the resolved config."""
+    cfg = load_config(config, overrides)
+    typer.echo(dump_config(cfg), nl=False)
+
+
+def plugins() -> None:
+    """List every registered scorer, serving backend, trainer and ingester."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("kind", "name", "from")
+    for kind, registry in ALL.items():
+        for name in registry.names():
+            table.add_row(kind, name, registry.origin(name))
+    Console().print(table)

@@ -1,0 +1,382 @@
+"""`loop.yaml`: one pydantic model per phase, every error reported at once with its YAML path.
+
+`load_config(path, overrides)` reads the YAML, applies dotted command-line overrides
+(`train.steps=50`), resolves relative paths against the YAML file's folder, and validates.
+Every problem is collected and raised together as one `InputError`, each line naming the YAML
+path (and line, where the key exists in the file) and what was expected; unknown keys get
+"did you mean …". Nothing is written while loading.
+
+Phase code never receives these models: the loop unpacks them into plain typed arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+
+from tuneloop.errors import InputError
+from tuneloop.registry import did_you_mean
+
+
+def _resolve(value: Path | None, info: ValidationInfo) -> Path | None:
+    if value is None:
+        return None
+    base = (info.context or {}).get("base_dir")
+    value = Path(value).expanduser()
+    if base is not None and not value.is_absolute():
+        value = Path(base) / value
+    return value.resolve() if base is not None else value
+
+
+ConfigPath = Annotated[Path, AfterValidator(_resolve)]
+"""A path in loop.yaml; relative paths resolve against the YAML file's folder."""
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+# ---- serve ---------------------------------------------------------------------------------
+
+
+class VllmConfig(Section):
+    executable: str = "vllm"
+    """The `vllm` executable (name on PATH or a path)."""
+    dtype: str = "auto"
+    """`--dtype` for vllm serve."""
+    max_model_len: int | None = Field(default=None, gt=0)
+    """`--max-model-len`; None lets vLLM decide."""
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    """`--gpu-memory-utilization`, fraction of GPU memory vLLM may take."""
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    """`--tensor-parallel-size`."""
+    data_parallel_size: int = Field(default=1, ge=1)
+    """`--data-parallel-size`."""
+    extra_args: list[str] = []
+    """Further arguments passed to `vllm serve` verbatim."""
+
+
+class ExternalConfig(Section):
+    base_url: str | None = None
+    """An OpenAI-compatible base URL ending in /v1 (Ollama, a hosted API)."""
+    model: str | None = None
+    """The served model name to request. Pre and post must name different models."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key; the key is never stored."""
+
+
+class ServeConfig(Section):
+    backend: str = "embedded"
+    """Serving backend: `embedded` (FastAPI + transformers, CPU default), `vllm`, `external`."""
+    host: str = "127.0.0.1"
+    """Interface to bind; loopback by default."""
+    port: int = Field(default=0, ge=0, le=65535)
+    """Port to bind; 0 picks a free port."""
+    startup_timeout_s: float = Field(default=300.0, gt=0)
+    """Seconds to wait for the health check plus one real completion."""
+    max_batch_size: int = Field(default=64, gt=0)
+    """Embedded server: most sequences in one `generate` batch."""
+    batch_wait_ms: float = Field(default=5.0, ge=0)
+    """Embedded server: how long to wait for more requests before starting a batch."""
+    max_tokens_cap: int = Field(default=2048, gt=0)
+    """Largest `max_tokens` a request may ask for."""
+    api_key_env: str | None = None
+    """Embedded server: require `Authorization: Bearer $VAR` when set."""
+    vllm: VllmConfig = VllmConfig()
+    external: ExternalConfig = ExternalConfig()
+
+
+# ---- suite and evaluation ------------------------------------------------------------------
+
+
+class SuiteConfig(Section):
+    path: ConfigPath
+    """The suite JSONL (one item per line: id, messages or prompt, answer/tests, scorer, tags)."""
+    default_scorer: str = "numeric"
+    """Scorer for items that do not name one."""
+    slices: dict[str, float] = {"dev": 0.5, "gate": 0.5}
+    """Named deterministic slices by id hash, as fractions of the suite that sum to ≤ 1."""
+    stratify_by_tag: bool = False
+    """Draw each slice's fraction within every tag separately."""
+
+    @model_validator(mode="after")
+    def _fractions(self) -> SuiteConfig:
+        bad = {k: v for k, v in self.slices.items() if not 0 < v <= 1}
+        if bad:
+            raise ValueError(f"slice fractions must be in (0, 1] (got {bad})")
+        total = sum(self.slices.values())
+        if total > 1 + 1e-9:
+            raise ValueError(f"slice fractions must sum to ≤ 1 (got {total:g})")
+        return self
+
+
+class EvalConfig(Section):
+    slice: str | None = None
+    """Evaluate only this slice; None evaluates the whole suite."""
+    n_samples: int = Field(default=1, gt=0)
+    """Samples per item (k for pass@k)."""
+    temperature: float = Field(default=0.0, ge=0)
+    """Sampling temperature; 0 is greedy."""
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    """Nucleus sampling mass."""
+    max_tokens: int = Field(default=32, gt=0)
+    """Completion length limit."""
+    seed: int = 0
+    """Base seed; per-sample seeds derive from (seed, item id, sample index)."""
+    concurrency: int = Field(default=32, gt=0)
+    """Requests in flight at once."""
+    max_retries: int = Field(default=8, ge=0)
+    """Retries per request for connection errors, timeouts, 429 and 5xx (never scored)."""
+    request_timeout_s: float = Field(default=120.0, gt=0)
+    """Per-request timeout."""
+
+
+# ---- training and merge ----------------------------------------------------------------------
+
+
+class LoraConfig(Section):
+    r: int = Field(default=16, gt=0)
+    """LoRA rank."""
+    alpha: float = Field(default=32.0, gt=0)
+    """LoRA alpha (scaling = alpha / r)."""
+    dropout: float = Field(default=0.0, ge=0, lt=1)
+    """LoRA dropout."""
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+    """Modules to adapt: a list of names or `all-linear`."""
+
+
+class GrpoConfig(Section):
+    group_size: int = Field(default=8, ge=2)
+    """Completions per prompt (the GRPO group)."""
+    beta: float = Field(default=0.0, ge=0)
+    """KL coefficient against the reference model."""
+    loss_type: Literal["dr_grpo", "grpo", "bnpo", "dapo"] = "dr_grpo"
+    """TRL loss type."""
+    max_completion_length: int = Field(default=16, gt=0)
+    """Completion length during training."""
+    temperature: float = Field(default=1.0, gt=0)
+    """Sampling temperature for the groups."""
+    scorer: str | None = None
+    """Reward scorer; None uses each prompt's scorer or the suite default."""
+
+
+class TrainConfig(Section):
+    method: str = "grpo"
+    """Training method: `grpo`, `sft` or `dpo` (or a registered trainer plugin)."""
+    data: ConfigPath | None = None
+    """Training data JSONL; None means the data phase's corpus."""
+    steps: int = Field(default=100, gt=0)
+    """Optimizer steps."""
+    learning_rate: float = Field(default=5e-4, gt=0)
+    """Peak learning rate."""
+    batch_size: int = Field(default=8, gt=0)
+    """Prompts (GRPO) or rows (SFT/DPO) per step."""
+    seed: int = 0
+    """Training seed."""
+    nproc: int = Field(default=1, ge=1)
+    """Processes (torchrun --nproc_per_node) for training."""
+    lora: LoraConfig = LoraConfig()
+    grpo: GrpoConfig = GrpoConfig()
+    sft_warmup_steps: int = Field(default=0, ge=0)
+    """Rejection-sampling SFT warm-up steps before the main method (0 = none)."""
+    dpo_beta: float = Field(default=0.1, gt=0)
+    """DPO beta."""
+    allow_contamination: bool = False
+    """Train even if training prompts match suite items (recorded in the run)."""
+
+
+class MergeConfig(Section):
+    zero_adapter: bool = False
+    """Control arm: pass the base model through the merge path with no adapter."""
+
+
+# ---- report, gate, archive, data -----------------------------------------------------------
+
+
+class ReportConfig(Section):
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    """Confidence level of every interval."""
+    n_resamples: int = Field(default=10_000, gt=0)
+    """Bootstrap resamples."""
+    permutation_resamples: int = Field(default=10_000, gt=0)
+    """Monte Carlo resamples when the exact permutation test is infeasible."""
+    seed: int = 0
+    """Seed for bootstrap and permutation."""
+
+
+class GateConfig(Section):
+    enabled: bool = True
+    """Run the gate phase."""
+    slice: str = "gate"
+    """Suite slice the decision is made on; looked at once."""
+    metric: Literal["mean", "pass_at_k"] = "mean"
+    """Mean item score (pass@1 estimate) or pass@k."""
+    k: int = Field(default=1, gt=0)
+    """k for pass_at_k."""
+    margin: float = Field(default=0.0, ge=0)
+    """Minimum practical improvement Δ (absolute, on the metric's scale)."""
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    """Significance level of the one-sided test."""
+    test: Literal["permutation", "sign"] = "permutation"
+    """Paired test used for significance."""
+    non_inferiority_epsilon: float | None = Field(default=None, gt=0)
+    """If set, no tag may regress by more than this with confidence."""
+    min_items: int = Field(default=30, gt=0)
+    """Fewest items the slice must have."""
+    max_missing_fraction: float = Field(default=0.02, ge=0, le=1)
+    """Largest fraction of missing samples tolerated in either arm."""
+    ledger: ConfigPath | None = None
+    """SQLite ledger of consumed slices, champions and verdicts; None = <workdir>/ledger.db."""
+    require_approval: bool = False
+    """Stop at 'awaiting approval' instead of promoting."""
+    allow_slice_reuse: bool = False
+    """Permit adjudicating on a consumed slice (recorded in the verdict)."""
+
+
+class ArchiveConfig(Section):
+    enabled: bool = True
+    """Copy the run and its manifest to `root`."""
+    root: ConfigPath | None = None
+    """Archive folder; None = <workdir>/../archive."""
+
+
+class DataConfig(Section):
+    corpus: ConfigPath | None = None
+    """A corpus-build config (see `tuneloop corpus build`); its output feeds train.data."""
+
+
+class LoopConfig(Section):
+    name: str = "loop"
+    """Run name (used in the archive and ledger)."""
+    workdir: ConfigPath = Path("runs/loop")
+    """Folder for this run's phases and state."""
+    base_model: ConfigPath
+    """The champion / base checkpoint (a Hugging Face folder)."""
+    seed: int = 0
+    """Master seed recorded with the run."""
+    serve: ServeConfig = ServeConfig()
+    suite: SuiteConfig
+    eval: EvalConfig = EvalConfig()
+    data: DataConfig = DataConfig()
+    train: TrainConfig = TrainConfig()
+    merge: MergeConfig = MergeConfig()
+    report: ReportConfig = ReportConfig()
+    gate: GateConfig = GateConfig()
+    archive: ArchiveConfig = ArchiveConfig()
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+
+def load_config(path: Path, overrides: list[str] | None = None) -> LoopConfig:
+    """Read, override, resolve and validate a loop.yaml; raise InputError with every error."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: config file not found") from None
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise InputError(f"{where}: invalid YAML: {getattr(err, 'problem', err)}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping at the top level")
+    errors: list[str] = []
+    for item in overrides or []:
+        try:
+            apply_override(data, item)
+        except ValueError as err:
+            errors.append(f"override {item!r}: {err}")
+    lines = _line_map(node)
+    try:
+        cfg = LoopConfig.model_validate(data, context={"base_dir": path.parent.resolve()})
+    except ValidationError as err:
+        errors.extend(_format_error(e, lines, path) for e in err.errors())
+        cfg = None
+    if errors:
+        raise InputError(f"{path}: {len(errors)} error(s)\n  " + "\n  ".join(errors))
+    assert cfg is not None
+    return cfg
+
+
+def apply_override(data: dict[str, Any], item: str) -> None:
+    """Apply `a.b.c=value` (value parsed as YAML) to a nested dict in place."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key:
+        raise ValueError("expected KEY=VALUE with a dotted key, e.g. train.steps=50")
+    parts = key.split(".")
+    target = data
+    for part in parts[:-1]:
+        nxt = target.setdefault(part, {})
+        if not isinstance(nxt, dict):
+            raise ValueError(f"{part!r} is not a section")
+        target = nxt
+    target[parts[-1]] = yaml.safe_load(raw) if raw else ""
+
+
+def _line_map(node: yaml.Node | None, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
+    out: dict[tuple[str, ...], int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = (*prefix, str(key_node.value))
+            out[key] = key_node.start_mark.line + 1
+            out.update(_line_map(value_node, key))
+    return out
+
+
+def _model_at(loc: tuple[str, ...]) -> type[BaseModel] | None:
+    model: type[BaseModel] = LoopConfig
+    for part in loc:
+        field = model.model_fields.get(part)
+        ann = field.annotation if field else None
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            return None
+        model = ann
+    return model
+
+
+def _format_error(e: Any, lines: dict[tuple[str, ...], int], path: Path) -> str:
+    loc = tuple(str(p) for p in e["loc"])
+    dotted = ".".join(loc) or "(top level)"
+    line = lines.get(loc)
+    where = f"{dotted} (line {line})" if line else dotted
+    kind = e["type"]
+    if kind == "extra_forbidden":
+        parent = _model_at(loc[:-1])
+        hint = did_you_mean(loc[-1], parent.model_fields) if parent else ""
+        return f"{where}: unknown key{hint}"
+    if kind == "missing":
+        return f"{where}: required key is missing"
+    got = e.get("input")
+    msg = e["msg"]
+    if kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
+        msg = msg.replace("Input should be", "must be")
+        for words, sign in (
+            ("greater than or equal to", ">="),
+            ("less than or equal to", "<="),
+            ("greater than", ">"),
+            ("less than", "<"),
+        ):
+            msg = msg.replace(words, sign)
+    return f"{where}: {msg} (got {got!r})" if not isinstance(got, dict) else f"{where}: {msg}"
+
+
+def dump_config(cfg: LoopConfig) -> str:
+    """The resolved config as YAML (paths absolute)."""
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,239 @@
+"""Versioned artifact records and the file I/O every phase shares.
+
+Phases talk to each other only through files on disk. Each JSON artifact carries
+`"schema": "tuneloop.<kind>/<n>"`; readers refuse a record of another kind or a newer
+version with an error that names the file. Writes are atomic (temp file in the same folder,
+fsync, rename) so a crash never leaves a half-written artifact; JSONL logs are appended
+line by line and fsynced so that a crash loses at most the line being written, and readers
+name the file and line of anything they cannot parse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tuneloop.errors import InputError
+
+R = TypeVar("R", bound="Record")
+
+
+class Record(BaseModel):
+    """Base class of every artifact record. Subclasses set KIND and VERSION."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    KIND: ClassVar[str] = "record"
+    VERSION: ClassVar[int] = 1
+
+    schema_: str = Field(default="", alias="schema")
+    """`tuneloop.<kind>/<version>`; filled in automatically."""
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.schema_:
+            self.schema_ = self.schema_id()
+
+    @classmethod
+    def schema_id(cls) -> str:
+        return f"tuneloop.{cls.KIND}/{cls.VERSION}"
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def check_schema(data: dict[str, Any], cls: type[Record], where: str) -> None:
+    """Refuse a record of another kind or of a version newer than this code reads."""
+    schema = data.get("schema")
+    if not isinstance(schema, str) or "/" not in schema:
+        raise InputError(f"{where}: missing 'schema' field (expected {cls.schema_id()!r})")
+    kind, _, version = schema.rpartition("/")
+    if kind != f"tuneloop.{cls.KIND}":
+        raise InputError(f"{where}: is a {schema!r} record, expected {cls.schema_id()!r}")
+    if not version.isdigit() or int(version) > cls.VERSION:
+        raise InputError(
+            f"{where}: record version {schema!r} is newer than this tuneloop reads "
+            f"({cls.schema_id()!r}); upgrade tuneloop"
+        )
+
+
+def parse_record(data: dict[str, Any], cls: type[R], where: str) -> R:
+    check_schema(data, cls, where)
+    data = {**data, "schema": cls.schema_id()}
+    try:
+        return cls.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise InputError(f"{where}: field {loc!r}: {first['msg']}") from None
+
+
+def read_record(path: Path, cls: type[R]) -> R:
+    """Read one JSON record, checking its schema; errors name the file."""
+    return parse_record(read_json(path), cls, str(path))
+
+
+def write_record(path: Path, record: Record) -> None:
+    write_json(path, record.to_json())
+
+
+# ---- atomic files ---------------------------------------------------------------------
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see the old file or the new one, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object at the top level")
+    return data
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---- JSONL ------------------------------------------------------------------------------
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line; errors name file and line.
+
+    A final line without a newline that does not parse is reported like any other bad line:
+    callers that resume an append-only log use `repair_jsonl_tail` first.
+    """
+    path = Path(path)
+    try:
+        fh = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(f"{path}:{lineno}: invalid JSON: {err.msg}") from None
+            if not isinstance(obj, dict):
+                raise InputError(f"{path}:{lineno}: expected a JSON object")
+            yield lineno, obj
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [obj for _, obj in iter_jsonl(path)]
+
+
+def append_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Append rows and fsync, so that a finished row survives a crash."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if not payload:
+        return
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(payload)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def repair_jsonl_tail(path: Path) -> int:
+    """Drop a torn last line (written by a process killed mid-append). Returns bytes cut."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return 0
+    keep = data.rfind(b"\n") + 1
+    with path.open("r+b") as fh:
+        fh.truncate(keep)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return len(data) - keep
+
+
+# ---- hashing ------------------------------------------------------------------------------
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_tree(folder: Path) -> str:
+    """Hash of a folder: sorted relative paths with each file's sha256 (names and contents)."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for p in sorted(q for q in folder.rglob("*") if q.is_file()):
+        rel = p.relative_to(folder).as_posix()
+        h.update(rel.encode() + b"\0" + sha256_file(p).encode() + b"\n")
+    return h.hexdigest()
+
+
+def sha256_path(path: Path) -> str:
+    """sha256 of a file, or of a folder's tree."""
+    path = Path(path)
+    return sha256_tree(path) if path.is_dir() else sha256_file(path)
+
+
+def canonical_json(obj: Any) -> str:
+    """Stable JSON text for hashing: sorted keys, no spaces, UTF-8."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

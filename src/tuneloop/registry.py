@@ -1,0 +1,108 @@
+"""Named plugins: scorers, serving backends, trainers and trace ingesters.
+
+Built-ins register themselves with a decorator when their module is imported
+(`@scorers.register("numeric")`); a registry imports its built-in modules the first time it
+is asked for a name. Third-party packages add plugins through entry points, one group per
+kind (`tuneloop.scorers`, `tuneloop.serve_backends`, `tuneloop.trainers`,
+`tuneloop.ingesters`); an entry point names the object to register under its name.
+Unknown names raise `InputError` with "did you mean …". There is deliberately no discovery
+by `__subclasses__()`: what is registered is exactly what `tuneloop plugins` lists.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterable
+from importlib.metadata import entry_points
+from typing import Any, Generic, TypeVar
+
+from tuneloop.errors import InputError
+
+T = TypeVar("T")
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' for the closest choice, or '' when nothing is close."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class Registry(Generic[T]):
+    """A name → plugin map for one kind of plugin."""
+
+    def __init__(self, kind: str, group: str, builtin_modules: tuple[str, ...] = ()) -> None:
+        self.kind = kind
+        self.group = group
+        self._builtin_modules = builtin_modules
+        self._items: dict[str, T] = {}
+        self._origins: dict[str, str] = {}
+        self._loaded = False
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator: register the decorated object under `name` (snake_case)."""
+        if not name.replace("_", "").replace("-", "").isalnum():
+            raise ValueError(f"{self.kind} name {name!r} must be snake_case")
+
+        def deco(obj: T) -> T:
+            self.add(name, obj, origin=getattr(obj, "__module__", "?"))
+            return obj
+
+        return deco
+
+    def add(self, name: str, obj: T, origin: str = "?") -> None:
+        if name in self._items and self._items[name] is not obj:
+            raise ValueError(
+                f"{self.kind} {name!r} is registered twice ({self._origins[name]} and {origin})"
+            )
+        self._items[name] = obj
+        self._origins[name] = origin
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        for module in self._builtin_modules:
+            importlib.import_module(module)
+        for ep in entry_points(group=self.group):
+            if ep.name not in self._items:
+                self.add(ep.name, ep.load(), origin=f"entry point {ep.value}")
+
+    def get(self, name: str) -> T:
+        self._load()
+        try:
+            return self._items[name]
+        except KeyError:
+            known = ", ".join(sorted(self._items)) or "none"
+            raise InputError(
+                f"unknown {self.kind} {name!r}{did_you_mean(name, self._items)}; known: {known}"
+            ) from None
+
+    def names(self) -> list[str]:
+        self._load()
+        return sorted(self._items)
+
+    def origin(self, name: str) -> str:
+        self._load()
+        return self._origins[name]
+
+    def __contains__(self, name: object) -> bool:
+        self._load()
+        return name in self._items
+
+
+# The registries. Built-in modules are imported lazily by name so that this core module
+# depends on no phase; each phase registers its own plugins.
+scorers: Registry[Any] = Registry("scorer", "tuneloop.scorers", ("tuneloop.scorers",))
+serve_backends: Registry[Any] = Registry(
+    "serve backend", "tuneloop.serve_backends", ("tuneloop.serve.backends",)
+)
+trainers: Registry[Any] = Registry("trainer", "tuneloop.trainers", ("tuneloop.train.methods",))
+ingesters: Registry[Any] = Registry("ingester", "tuneloop.ingesters", ("tuneloop.data.ingest",))
+
+ALL: dict[str, Registry[Any]] = {
+    "scorers": scorers,
+    "serve_backends": serve_backends,
+    "trainers": trainers,
+    "ingesters": ingesters,
+}
