@@ -20,7 +20,7 @@ def check(
     config: Annotated[Path, typer.Argument(help="The loop.yaml to validate.")],
     overrides: Overrides = None,
 ) -> None:
-    """Validate a loop.yaml: print every error with its YAML path (exit 2) or the resolved config."""
+    """Validate a loop.yaml: every error with its YAML path (exit 2), or the resolved config."""
     cfg = load_config(config, overrides)
     typer.echo(dump_config(cfg), nl=False)
 

@@ -44,7 +44,9 @@ ConfigPath = Annotated[Path, AfterValidator(_resolve)]
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", use_attribute_docstrings=True, frozen=True, validate_default=True
+    )
 
 
 # ---- serve ---------------------------------------------------------------------------------

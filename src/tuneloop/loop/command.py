@@ -1,0 +1,54 @@
+"""`tuneloop run loop.yaml`: run, resume or plan the whole loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tuneloop.config import load_config
+
+
+def run(
+    config: Annotated[Path, typer.Argument(help="The loop.yaml.")],
+    overrides: Annotated[
+        list[str] | None, typer.Argument(help="Dotted overrides, e.g. train.steps=50.")
+    ] = None,
+    from_phase: Annotated[
+        str | None, typer.Option("--from", help="Redo this phase and every later one.")
+    ] = None,
+    only: Annotated[str | None, typer.Option(help="Run only this phase.")] = None,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Print what would run and why; run nothing.")
+    ] = False,
+) -> None:
+    """Run every phase of loop.yaml in order; finished phases are skipped on re-run.
+
+    Exit status: 0 the challenger was promoted (or the loop finished with the gate off),
+    1 the gate rejected it, 2 a usage or input error, 3 a phase failed (the loop stopped there).
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from tuneloop.errors import PhaseFailed
+    from tuneloop.loop.runner import Runner, Selection
+    from tuneloop.loop.summary import print_outcome
+
+    cfg = load_config(config, overrides)
+    selection = Selection(from_phase=from_phase, only=only)
+    selection.validate()
+    runner = Runner(cfg, config, selection)
+    if plan:
+        table = Table("phase", "action", "reason")
+        for line in runner.plan():
+            table.add_row(line.phase, line.action, line.reason)
+        Console().print(table)
+        return
+    try:
+        state = runner.run()
+    except PhaseFailed as err:
+        typer.echo(f"error: {err}", err=True)
+        typer.echo(f"state: {cfg.workdir / 'state.json'}", err=True)
+        raise typer.Exit(3) from None
+    raise typer.Exit(print_outcome(cfg, state, runner.wall_s))

@@ -1,0 +1,282 @@
+"""Run the phase table: fingerprints, resume, fail closed, one run per workdir.
+
+A phase is skipped when its recorded fingerprint matches (same config subset, same input
+hashes, same code version) and its recorded outputs still hash the same. Otherwise it runs in
+its own folder; when it returns, every declared output must exist, or the loop stops there
+(fail closed) with the phase, the missing artifact and the log to read. The runner computes no
+statistic and defines no reward: it sequences phases and records provenance.
+
+Fault injection for tests: `TUNELOOP_KILL_AT=<phase>:start|end` makes the runner SIGKILL
+itself at that boundary, so that resume can be tested without timing races.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from tuneloop.config import LoopConfig
+from tuneloop.errors import InputError, PhaseFailed
+from tuneloop.loop.phases import PHASE_NAMES, PHASES, Phase, PhaseContext
+from tuneloop.loop.state import (
+    PhaseRecord,
+    PlanLine,
+    RunState,
+    WorkdirLock,
+    load_state,
+    now_iso,
+    save_state,
+)
+from tuneloop.provenance import code_version
+from tuneloop.records import canonical_json, sha256_bytes, sha256_path, write_record
+
+console = Console(stderr=True)
+
+
+class Interrupted(Exception):
+    """SIGTERM or Ctrl-C: unwind so that servers are torn down and state is saved."""
+
+
+@dataclass
+class Selection:
+    from_phase: str | None = None
+    only: str | None = None
+
+    def validate(self) -> None:
+        for name in (self.from_phase, self.only):
+            if name is not None and name not in PHASE_NAMES:
+                from tuneloop.registry import did_you_mean
+
+                raise InputError(
+                    f"unknown phase {name!r}{did_you_mean(name, PHASE_NAMES)}; "
+                    f"phases: {', '.join(PHASE_NAMES)}"
+                )
+
+    def forced(self, name: str) -> bool:
+        if self.only is not None:
+            return name == self.only
+        if self.from_phase is not None:
+            return PHASE_NAMES.index(name) >= PHASE_NAMES.index(self.from_phase)
+        return False
+
+    def selected(self, name: str) -> bool:
+        return self.only is None or name == self.only
+
+
+def fingerprint(phase: Phase, cfg: LoopConfig, inputs: dict[str, str], code: str) -> str:
+    payload = {"phase": phase.name, "config": phase.config(cfg), "inputs": inputs, "code": code}
+    return sha256_bytes(canonical_json(payload).encode())
+
+
+def hash_outputs(folder: Path, phase: Phase, workdir: Path) -> dict[str, str]:
+    out = {}
+    for rel in phase.outputs:
+        path = folder / rel
+        if not path.exists():
+            raise PhaseFailed(
+                f"phase {phase.name!r} did not produce {path}; read {folder / 'phase.log'}"
+            )
+        out[str(path.relative_to(workdir))] = sha256_path(path)
+    return out
+
+
+def outputs_verify(record: PhaseRecord, workdir: Path) -> bool:
+    try:
+        return all(sha256_path(workdir / rel) == h for rel, h in record.outputs.items())
+    except OSError:
+        return False
+
+
+class Runner:
+    def __init__(self, cfg: LoopConfig, config_path: Path, selection: Selection) -> None:
+        self.cfg = cfg
+        self.config_path = config_path
+        self.sel = selection
+        self.workdir = cfg.workdir
+        self.code = code_version()
+        self.state: RunState | None = None
+
+    # ---- decisions -------------------------------------------------------------------------
+
+    def _inputs(self, phase: Phase, records: dict[str, PhaseRecord]) -> dict[str, str] | None:
+        """Input name → hash; None when an upstream phase has no verified outputs yet."""
+        inputs = {name: sha256_path(path) for name, path in phase.files(self.cfg).items()}
+        for up in phase.after:
+            rec = records.get(up)
+            if rec is None or rec.status == "skipped":
+                if _phase(up).enabled(self.cfg):
+                    return None
+                continue
+            if rec.status != "done":
+                return None
+            inputs.update({f"{up}:{k}": v for k, v in rec.outputs.items()})
+        return inputs
+
+    def decide(self, phase: Phase, records: dict[str, PhaseRecord]) -> tuple[str, str, str | None]:
+        """(action, reason, fingerprint) for one phase given the records so far."""
+        if not phase.enabled(self.cfg):
+            return "off", "disabled by config", None
+        if not self.sel.selected(phase.name):
+            return "skip", "not selected (--only)", None
+        inputs = self._inputs(phase, records)
+        if inputs is None:
+            return "run", "an upstream phase runs first", None
+        fp = fingerprint(phase, self.cfg, inputs, self.code)
+        prev = records.get(phase.name)
+        if self.sel.forced(phase.name):
+            return "redo", "forced by --from/--only", fp
+        if prev is None or prev.status == "running":
+            return "run", "never finished" if prev else "not run yet", fp
+        if prev.status != "done":
+            return "redo", f"last attempt {prev.status}", fp
+        if prev.fingerprint != fp:
+            return "redo", "fingerprint changed (config, inputs or code)", fp
+        if not outputs_verify(prev, self.workdir):
+            return "redo", "recorded outputs no longer verify", fp
+        return "skip", "fingerprint matches and outputs verify", fp
+
+    def plan(self) -> list[PlanLine]:
+        state = load_state(self.workdir)
+        records = dict(state.phases) if state else {}
+        lines = []
+        for phase in PHASES:
+            action, reason, _ = self.decide(phase, records)
+            lines.append(PlanLine(phase=phase.name, action=action, reason=reason))  # type: ignore[arg-type]
+            if action in ("run", "redo"):
+                records.pop(phase.name, None)  # downstream sees "upstream runs first"
+        return lines
+
+    # ---- running ---------------------------------------------------------------------------
+
+    def run(self) -> RunState:
+        self.sel.validate()
+        with WorkdirLock(self.workdir), _signals_raise():
+            self.state = load_state(self.workdir) or RunState(
+                run_id=f"{self.cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}",
+                config_path=str(self.config_path),
+                created_at=now_iso(),
+            )
+            save_state(self.workdir, self.state)
+            total_start = time.perf_counter()
+            for phase in PHASES:
+                self._step(phase)
+            self.state.phases = dict(self.state.phases)
+            save_state(self.workdir, self.state)
+            self.wall_s = time.perf_counter() - total_start
+            return self.state
+
+    def _step(self, phase: Phase) -> None:
+        assert self.state is not None
+        action, reason, fp = self.decide(phase, self.state.phases)
+        if action == "off":
+            self._record(PhaseRecord(phase=phase.name, status="skipped", fingerprint=""))
+            console.print(f"[dim]· {phase.name}: off ({reason})[/dim]")
+            return
+        if action == "skip":
+            console.print(f"[green]✓[/green] {phase.name}: skip ({reason})")
+            return
+        if fp is None:
+            raise PhaseFailed(f"phase {phase.name!r} cannot run: its upstream phase did not finish")
+        console.rule(f"[bold]{phase.name}[/bold] ({reason})")
+        self._execute(phase, fp)
+
+    def _execute(self, phase: Phase, fp: str) -> None:
+        assert self.state is not None
+        folder = self.workdir / phase.name
+        if folder.exists() and not phase.resumable:
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        inputs = self._inputs(phase, self.state.phases) or {}
+        rec = PhaseRecord(
+            phase=phase.name, status="running", fingerprint=fp, inputs=inputs, started_at=now_iso()
+        )
+        self._record(rec)
+        _maybe_kill(phase.name, "start")
+        ctx = PhaseContext(
+            cfg=self.cfg,
+            workdir=self.workdir,
+            folder=folder,
+            run_id=self.state.run_id,
+            upstream={p: self.workdir / p for p in PHASE_NAMES},
+            log_path=folder / "phase.log",
+        )
+        t0 = time.perf_counter()
+        try:
+            phase.run(ctx)
+            rec.outputs = hash_outputs(folder, phase, self.workdir)
+        except BaseException as err:
+            rec.status = "failed"
+            rec.error = _describe(err, phase, folder)
+            rec.duration_s = time.perf_counter() - t0
+            rec.ended_at = now_iso()
+            rec.notes = _jsonable(ctx.notes)
+            self._record(rec)
+            if isinstance(err, PhaseFailed | InputError | Interrupted | KeyboardInterrupt):
+                raise
+            raise PhaseFailed(rec.error) from err
+        rec.duration_s = time.perf_counter() - t0
+        rec.ended_at = now_iso()
+        rec.status = "done"
+        rec.notes = _jsonable({**ctx.notes, "rss_mb": _rss_mb()})
+        self._record(rec)
+        console.print(f"[green]✓[/green] {phase.name}: done in {rec.duration_s:.1f}s")
+        _maybe_kill(phase.name, "end")
+
+    def _record(self, rec: PhaseRecord) -> None:
+        assert self.state is not None
+        self.state.phases = {**self.state.phases, rec.phase: rec}
+        if rec.status != "skipped":
+            write_record(self.workdir / rec.phase / "phase.json", rec)
+        save_state(self.workdir, self.state)
+
+
+def _phase(name: str) -> Phase:
+    return next(p for p in PHASES if p.name == name)
+
+
+def _describe(err: BaseException, phase: Phase, folder: Path) -> str:
+    if isinstance(err, Interrupted | KeyboardInterrupt):
+        return f"phase {phase.name!r} interrupted"
+    logs = sorted(str(p) for p in folder.glob("*.log"))
+    where = f"; read {', '.join(logs)}" if logs else ""
+    return f"phase {phase.name!r} failed: {type(err).__name__}: {err}{where}"
+
+
+def _rss_mb() -> float:
+    import psutil
+
+    return round(psutil.Process().memory_info().rss / 2**20, 1)
+
+
+def _jsonable(notes: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    return json.loads(json.dumps(notes, default=str))
+
+
+def _maybe_kill(phase: str, when: str) -> None:
+    if os.environ.get("TUNELOOP_KILL_AT") == f"{phase}:{when}":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """Turn SIGTERM into an exception so that `with serving(...)` blocks tear down."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Interrupted(f"received signal {signum}")
+
+    old: Callable[..., Any] | int | None = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)

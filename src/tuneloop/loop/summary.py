@@ -1,0 +1,28 @@
+"""The line a person reads when `tuneloop run` ends, and the exit status it implies."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from tuneloop.config import LoopConfig
+from tuneloop.loop.state import RunState
+from tuneloop.records import read_json
+
+
+def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float) -> int:
+    """Print the verdict and where to look; return the exit status (0 promote, 1 reject)."""
+    console = Console()
+    work = sum(r.duration_s or 0.0 for r in state.phases.values() if r.status == "done")
+    ran = [r for r in state.phases.values() if r.status == "done" and r.duration_s]
+    console.print(f"run {state.run_id}: {len(ran)} phases recorded; this invocation {wall_s:.1f}s")
+    report = cfg.workdir / "capstone" / "report.md"
+    if report.exists():
+        console.print(f"report: {report}")
+    verdict_path = cfg.workdir / "gate" / "verdict.json"
+    if not cfg.gate.enabled or not verdict_path.exists():
+        console.print(f"gate: off; phase work {work:.1f}s")
+        return 0
+    decision = read_json(verdict_path).get("decision")
+    color = "green" if decision == "promote" else "yellow"
+    console.print(f"verdict: [bold {color}]{decision}[/bold {color}] ({verdict_path})")
+    return 0 if decision == "promote" else 1

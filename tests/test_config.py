@@ -1,0 +1,91 @@
+"""loop.yaml validation: every error at once, with YAML paths; overrides; path resolution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tuneloop.config import apply_override, load_config
+from tuneloop.errors import InputError
+
+GOOD = """\
+name: t
+base_model: model
+suite:
+  path: suite.jsonl
+train:
+  steps: 10
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "loop.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_three_independent_mistakes_reported_together(tmp_path: Path) -> None:
+    cfg = write(
+        tmp_path,
+        GOOD + "  lora:\n    r: -1\n  stesp: 5\neval:\n  temperature: -0.5\n",
+    )
+    before = sorted(tmp_path.iterdir())
+    with pytest.raises(InputError) as err:
+        load_config(cfg)
+    msg = str(err.value)
+    assert "3 error(s)" in msg
+    assert "train.lora.r (line 8): must be > 0 (got -1)" in msg
+    assert "train.stesp (line 9): unknown key (did you mean 'steps'?)" in msg
+    assert "eval.temperature (line 11): must be >= 0 (got -0.5)" in msg
+    assert sorted(tmp_path.iterdir()) == before  # nothing written
+
+
+def test_missing_required_and_bad_type(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as err:
+        load_config(write(tmp_path, "serve:\n  port: lots\n"))
+    msg = str(err.value)
+    assert "base_model: required key is missing" in msg
+    assert "suite: required key is missing" in msg
+    assert "serve.port (line 2)" in msg
+
+
+def test_relative_paths_resolve_against_yaml_folder(tmp_path: Path) -> None:
+    sub = tmp_path / "cfg"
+    sub.mkdir()
+    cfg = load_config(write(sub, GOOD))
+    assert cfg.base_model == (sub / "model").resolve()
+    assert cfg.suite.path == (sub / "suite.jsonl").resolve()
+    assert cfg.workdir == (sub / "runs/loop").resolve()
+
+
+def test_dotted_overrides(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, GOOD), ["train.steps=50", "train.lora.r=4", "eval.slice=dev"])
+    assert cfg.train.steps == 50
+    assert cfg.train.lora.r == 4
+    assert cfg.eval.slice == "dev"
+
+
+def test_bad_override_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="override 'train.steps'"):
+        load_config(write(tmp_path, GOOD), ["train.steps"])
+
+
+def test_apply_override_refuses_scalar_parent() -> None:
+    data = {"train": 5}
+    with pytest.raises(ValueError, match="not a section"):
+        apply_override(data, "train.steps=1")
+
+
+def test_slice_fractions_must_sum_to_at_most_one(tmp_path: Path) -> None:
+    text = GOOD + "  method: sft\n"
+    text = text.replace(
+        "suite:\n  path: suite.jsonl\n", "suite:\n  path: s\n  slices: {a: 0.7, b: 0.6}\n"
+    )
+    with pytest.raises(InputError, match="sum to"):
+        load_config(write(tmp_path, text))
+
+
+def test_invalid_yaml_names_line(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"loop.yaml:\d+: invalid YAML"):
+        load_config(write(tmp_path, "a: [1,\nb: 2\n"))
