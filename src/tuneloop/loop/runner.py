@@ -50,22 +50,23 @@ class Interrupted(Exception):
 class Selection:
     from_phase: str | None = None
     only: str | None = None
+    names: tuple[str, ...] = PHASE_NAMES
 
     def validate(self) -> None:
         for name in (self.from_phase, self.only):
-            if name is not None and name not in PHASE_NAMES:
+            if name is not None and name not in self.names:
                 from tuneloop.registry import did_you_mean
 
                 raise InputError(
-                    f"unknown phase {name!r}{did_you_mean(name, PHASE_NAMES)}; "
-                    f"phases: {', '.join(PHASE_NAMES)}"
+                    f"unknown phase {name!r}{did_you_mean(name, self.names)}; "
+                    f"phases: {', '.join(self.names)}"
                 )
 
     def forced(self, name: str) -> bool:
         if self.only is not None:
             return name == self.only
         if self.from_phase is not None:
-            return PHASE_NAMES.index(name) >= PHASE_NAMES.index(self.from_phase)
+            return self.names.index(name) >= self.names.index(self.from_phase)
         return False
 
     def selected(self, name: str) -> bool:
@@ -97,8 +98,18 @@ def outputs_verify(record: PhaseRecord, workdir: Path) -> bool:
 
 
 class Runner:
-    def __init__(self, cfg: LoopConfig, config_path: Path, selection: Selection) -> None:
+    def __init__(
+        self,
+        cfg: LoopConfig,
+        config_path: Path,
+        selection: Selection,
+        phases: tuple[Phase, ...] = PHASES,
+    ) -> None:
         self.cfg = cfg
+        self.phases = phases
+        self.names = tuple(p.name for p in phases)
+        self.phase_time = 0.0
+        self.wall_s = 0.0
         self.config_path = config_path
         self.sel = selection
         self.workdir = cfg.workdir
@@ -113,7 +124,7 @@ class Runner:
         for up in phase.after:
             rec = records.get(up)
             if rec is None or rec.status == "skipped":
-                if _phase(up).enabled(self.cfg):
+                if self._phase(up).enabled(self.cfg):
                     return None
                 continue
             if rec.status != "done":
@@ -148,7 +159,7 @@ class Runner:
         state = load_state(self.workdir)
         records = dict(state.phases) if state else {}
         lines = []
-        for phase in PHASES:
+        for phase in self.phases:
             action, reason, _ = self.decide(phase, records)
             lines.append(PlanLine(phase=phase.name, action=action, reason=reason))  # type: ignore[arg-type]
             if action in ("run", "redo"):
@@ -167,7 +178,7 @@ class Runner:
             )
             save_state(self.workdir, self.state)
             total_start = time.perf_counter()
-            for phase in PHASES:
+            for phase in self.phases:
                 self._step(phase)
             self.state.phases = dict(self.state.phases)
             save_state(self.workdir, self.state)
@@ -206,7 +217,7 @@ class Runner:
             workdir=self.workdir,
             folder=folder,
             run_id=self.state.run_id,
-            upstream={p: self.workdir / p for p in PHASE_NAMES},
+            upstream={p: self.workdir / p for p in self.names},
             log_path=folder / "phase.log",
         )
         t0 = time.perf_counter()
@@ -224,6 +235,7 @@ class Runner:
                 raise
             raise PhaseFailed(rec.error) from err
         rec.duration_s = time.perf_counter() - t0
+        self.phase_time += rec.duration_s
         rec.ended_at = now_iso()
         rec.status = "done"
         rec.notes = _jsonable({**ctx.notes, "rss_mb": _rss_mb()})
@@ -231,16 +243,15 @@ class Runner:
         console.print(f"[green]✓[/green] {phase.name}: done in {rec.duration_s:.1f}s")
         _maybe_kill(phase.name, "end")
 
+    def _phase(self, name: str) -> Phase:
+        return next(p for p in self.phases if p.name == name)
+
     def _record(self, rec: PhaseRecord) -> None:
         assert self.state is not None
         self.state.phases = {**self.state.phases, rec.phase: rec}
         if rec.status != "skipped":
             write_record(self.workdir / rec.phase / "phase.json", rec)
         save_state(self.workdir, self.state)
-
-
-def _phase(name: str) -> Phase:
-    return next(p for p in PHASES if p.name == name)
 
 
 def _describe(err: BaseException, phase: Phase, folder: Path) -> str:

@@ -1,0 +1,84 @@
+"""Archive: a copy with a manifest; verify detects a single flipped byte anywhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tuneloop.archive import archive_run, verify_archive
+from tuneloop.config import LoopConfig
+
+
+@pytest.fixture()
+def archived(tmp_path: Path) -> Path:
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text('{"a": 1}')
+    (tmp_path / "suite.jsonl").write_text('{"id": "x"}\n')
+    work = tmp_path / "work"
+    (work / "report").mkdir(parents=True)
+    (work / "report" / "delta.json").write_text('{"delta": 0.25}')
+    (work / "eval_pre").mkdir()
+    (work / "eval_pre" / "samples.jsonl").write_text('{"score": 1}\n' * 50)
+    state = {
+        "schema": "tuneloop.run_state/1",
+        "run_id": "r1",
+        "phases": {"report": {"status": "done", "inputs": {"x": "1"}, "outputs": {"o": "2"}}},
+    }
+    (work / "state.json").write_text(json.dumps(state))
+    cfg = LoopConfig.model_validate(
+        {
+            "base_model": str(tmp_path / "model"),
+            "suite": {"path": str(tmp_path / "suite.jsonl")},
+            "workdir": str(work),
+        }
+    )
+    target = tmp_path / "archive" / "r1"
+    archive_run(work, target, cfg)
+    return target
+
+
+def test_fresh_archive_verifies(archived: Path) -> None:
+    assert verify_archive(archived) == []
+    manifest = json.loads((archived / "manifest.json").read_text())
+    paths = {f["path"] for f in manifest["files"]}
+    assert {"run/report/delta.json", "inputs/suite.jsonl", "inputs/base_model/config.json"} <= paths
+    assert manifest["lineage"][0]["phase"] == "report"
+    assert manifest["provenance"]["packages"]["pydantic"]
+
+
+def test_reproduce_config_points_at_copies(archived: Path) -> None:
+    cfg = yaml.safe_load((archived / "inputs" / "loop.yaml").read_text())
+    assert cfg["base_model"] == "base_model"
+    assert cfg["suite"]["path"] == "suite.jsonl"
+    assert cfg["workdir"] == "../reproduce/work"
+
+
+def _all_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def test_every_single_flipped_byte_is_detected(archived: Path) -> None:
+    files = _all_files(archived)
+    assert len(files) >= 6
+    for path in files:
+        data = bytearray(path.read_bytes())
+        pos = len(data) // 2
+        data[pos] ^= 0x01
+        original = path.read_bytes()
+        path.write_bytes(bytes(data))
+        try:
+            assert verify_archive(archived), f"flip in {path} not detected"
+        finally:
+            path.write_bytes(original)
+    assert verify_archive(archived) == []
+
+
+def test_missing_and_extra_files_are_reported(archived: Path) -> None:
+    (archived / "run" / "report" / "delta.json").unlink()
+    (archived / "run" / "stray.txt").write_text("x")
+    problems = verify_archive(archived)
+    assert "run/report/delta.json: missing" in problems
+    assert "run/stray.txt: not in the manifest" in problems
