@@ -89,3 +89,13 @@ def test_slice_fractions_must_sum_to_at_most_one(tmp_path: Path) -> None:
 def test_invalid_yaml_names_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"loop.yaml:\d+: invalid YAML"):
         load_config(write(tmp_path, "a: [1,\nb: 2\n"))
+
+
+def test_docs_config_reference_is_current() -> None:
+    from tuneloop.config import config_reference
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "config.md"
+    assert doc.read_text() == config_reference() + "\n", (
+        "docs/config.md is stale: python -c 'from tuneloop.config import config_reference; "
+        "print(config_reference())' > docs/config.md"
+    )

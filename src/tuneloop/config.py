@@ -11,6 +11,7 @@ Phase code never receives these models: the loop unpacks them into plain typed a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -382,3 +383,28 @@ def _format_error(e: Any, lines: dict[tuple[str, ...], int], path: Path) -> str:
 def dump_config(cfg: LoopConfig) -> str:
     """The resolved config as YAML (paths absolute)."""
     return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+
+
+def config_reference() -> str:
+    """Markdown reference of every loop.yaml key, from the models' field docstrings."""
+    lines = ["# loop.yaml reference", "", "Generated from `tuneloop/config.py`; do not edit.", ""]
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        rows, subs = [], []
+        for name, field in model.model_fields.items():
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                subs.append((name, ann))
+                continue
+            value = json.dumps(field.default, default=str, ensure_ascii=False)
+            default = "required" if field.is_required() else f"`{value}`"
+            doc = (field.description or "").replace("\n", " ")
+            rows.append(f"| `{prefix}{name}` | {default} | {doc} |")
+        if rows:
+            lines.extend([f"## `{prefix.rstrip('.') or '(top level)'}`", ""])
+            lines.extend(["| key | default | meaning |", "|---|---|---|", *rows, ""])
+        for name, sub in subs:
+            walk(sub, f"{prefix}{name}.")
+
+    walk(LoopConfig, "")
+    return "\n".join(lines)
