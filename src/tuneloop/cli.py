@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import typer
 
@@ -36,7 +37,7 @@ GROUPS: dict[str, str] = {
 }
 
 
-def _load(target: str) -> object:
+def _load(target: str) -> Any:
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
 
@@ -51,9 +52,9 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
     )
     for name, target in COMMANDS.items():
-        app.command(name)(_load(target))  # type: ignore[arg-type]
+        app.command(name)(_load(target))
     for name, target in GROUPS.items():
-        app.add_typer(_load(target), name=name)  # type: ignore[arg-type]
+        app.add_typer(_load(target), name=name)
     return app
 
 

@@ -192,7 +192,9 @@ class TrainConfig(Section):
     lora: LoraConfig = LoraConfig()
     grpo: GrpoConfig = GrpoConfig()
     sft_warmup_steps: int = Field(default=0, ge=0)
-    """Rejection-sampling SFT warm-up steps before the main method (0 = none)."""
+    """GRPO: SFT-on-references warm-up steps on the same adapter before GRPO (0 = none)."""
+    torch_threads: int | None = Field(default=None, gt=0)
+    """CPU threads for torch during training; None keeps torch's default (1 suits a shared box)."""
     dpo_beta: float = Field(default=0.1, gt=0)
     """DPO beta."""
     allow_contamination: bool = False

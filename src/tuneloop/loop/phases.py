@@ -157,7 +157,11 @@ def run_train(ctx: PhaseContext) -> None:
         lora_r=t.lora.r,
         lora_alpha=t.lora.alpha,
         lora_dropout=t.lora.dropout,
-        target_modules=t.lora.target_modules,
+        target_modules=(
+            t.lora.target_modules
+            if isinstance(t.lora.target_modules, str)
+            else tuple(t.lora.target_modules)
+        ),
         group_size=t.grpo.group_size,
         beta=t.grpo.beta,
         loss_type=t.grpo.loss_type,
@@ -258,6 +262,7 @@ def run_gate(ctx: PhaseContext) -> None:
     evaluated = set(read_json(ctx.upstream["eval_pre"] / "summary.json")["item_ids"])
     item_ids = [i for i in _slice_ids(ctx.cfg, g.slice) if i in evaluated]
     model_dir = ctx.upstream["merge"] / "model"
+    archive = archive_dir(ctx.cfg, ctx.run_id)
     verdict = adjudicate(
         ctx.upstream["eval_pre"],
         ctx.upstream["eval_post"],
@@ -271,10 +276,11 @@ def run_gate(ctx: PhaseContext) -> None:
         require_approval=g.require_approval,
         challenger_descriptor={
             "kind": "single",
-            "model_path": str(archive_dir(ctx.cfg, ctx.run_id) / "merge" / "model"),
-            "model_hash": sha256_path(model_dir),
+            "path": str(archive / "run" / "merge" / "model"),
+            "sha256": sha256_path(model_dir),
+            "model": model_identity(model_dir),
             "run_id": ctx.run_id,
-            "components": [],
+            "archive": str(archive),
         },
         seed=ctx.cfg.report.seed,
     )

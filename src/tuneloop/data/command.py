@@ -1,0 +1,141 @@
+"""CLI of the data phase: `tuneloop ingest`, `tuneloop corpus build`, `tuneloop corpus stats`.
+
+Thin typer wrappers over `tuneloop.data.ingest.ingest_files`, `tuneloop.data.build_corpus`
+and `tuneloop.data.stats.corpus_stats`; nothing heavy is imported at module level.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tuneloop.errors import InputError
+
+corpus_app = typer.Typer(
+    name="corpus",
+    help="Build a clean training corpus from traces, and describe one.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _parse_options(items: list[str] | None) -> dict[str, Any]:
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise InputError(
+                f"--opt {item!r}: expected KEY=VALUE, e.g. --opt messages=conversations"
+            )
+        out[key] = yaml.safe_load(raw) if raw else ""
+    return out
+
+
+def ingest(
+    files: Annotated[list[Path], typer.Argument(help="Trace files (JSONL).")],
+    format: Annotated[
+        str,
+        typer.Option("--format", "-f", help="Ingester: openai_chat, claude_code, generic_jsonl."),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output JSONL of tuneloop.trace/1 records.")
+    ],
+    rejects: Annotated[
+        Path | None, typer.Option(help="Rejects JSONL (default: <out>.rejects.jsonl).")
+    ] = None,
+    opt: Annotated[
+        list[str] | None, typer.Option("--opt", help="Ingester option KEY=VALUE (repeatable).")
+    ] = None,
+    scrub: Annotated[
+        bool, typer.Option(help="Scrub e-mails, secrets and IPs before writing.")
+    ] = True,
+) -> None:
+    """Convert trace files with one ingester; print lines read, records written, lines rejected."""
+    from rich.console import Console
+
+    from tuneloop.data.ingest import ingest_files
+    from tuneloop.data.scrub import Scrubber
+    from tuneloop.records import write_jsonl
+
+    options = _parse_options(opt)
+    with Console(stderr=True).status(f"ingesting {len(files)} file(s) with {format}"):
+        traces, bad, report = ingest_files(format, files, options)
+    scrubber = Scrubber()
+    rows = [(scrubber.trace(t) if scrub else t).to_json() for t in traces]
+    reject_rows = [scrubber.value(r.to_json()) if scrub else r.to_json() for r in bad]
+    rejects = rejects or out.with_name(out.name.removesuffix(".jsonl") + ".rejects.jsonl")
+    write_jsonl(out, rows)
+    write_jsonl(rejects, reject_rows)
+    typer.echo(
+        f"{report.lines_read} lines read, {report.traces} records written ({report.ingested} lines "
+        f"ingested), {report.rejected} lines rejected → {rejects}"
+    )
+    for reason, n in sorted(report.reasons.items()):
+        typer.echo(f"  rejected {n:>6}  {reason}")
+    if scrub and scrubber.counts:
+        typer.echo(
+            "  scrubbed " + ", ".join(f"{k}: {v}" for k, v in sorted(scrubber.counts.items()))
+        )
+
+
+@corpus_app.command("build")
+def build(
+    config: Annotated[Path, typer.Argument(help="The corpus config (corpus.yaml).")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output folder (default: out_dir in the config)."),
+    ] = None,
+) -> None:
+    """Ingest, scrub, filter, dedup, decontaminate, band, shuffle → SFT (+ preference) JSONL."""
+    from tuneloop.data.corpus import build_corpus, load_corpus_config
+
+    out_dir = out or load_corpus_config(config).out_dir
+    result = build_corpus(config, out_dir)
+    prov = json.loads(result.provenance_path.read_text())
+    typer.echo("  ".join(f"{k}: {v}" for k, v in result.counts.items()))
+    for suite in prov["decontamination"]:
+        typer.echo(f"decontamination {suite['suite']}: {suite['rows_removed']} row(s) removed")
+        for row in suite["removed"]:
+            why = "; ".join(f"{m['rule']} {','.join(m['items'])}" for m in row["matches"])
+            typer.echo(f"  {row['source']}/{row['source_id']}: {why}")
+    if prov["scrubbed"]:
+        typer.echo("scrubbed " + ", ".join(f"{k}: {v}" for k, v in prov["scrubbed"].items()))
+    typer.echo(f"SFT rows → {result.sft_path}")
+    if result.preference_path:
+        typer.echo(f"preference pairs ({prov['preference']['pairs']}) → {result.preference_path}")
+    typer.echo(f"provenance → {result.provenance_path}")
+
+
+@corpus_app.command("stats")
+def stats(
+    file: Annotated[Path, typer.Argument(help="A corpus JSONL (SFT or preference rows).")],
+    tokenizer: Annotated[
+        Path | None, typer.Option(help="Hugging Face tokenizer folder for token lengths.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Rows, turns, tool calls, length percentiles, sources, share ending with an assistant turn."""
+    from tuneloop.data.stats import corpus_stats
+
+    result = corpus_stats(file, tokenizer)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("statistic", "value", title=str(file))
+    for key, value in result.items():
+        if key == "file":
+            continue
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+        elif isinstance(value, float):
+            value = f"{value:.3f}"
+        table.add_row(key, str(value))
+    Console().print(table)

@@ -1,0 +1,333 @@
+"""`tuneloop corpus build CONFIG`: traces → a clean SFT corpus (and preference pairs).
+
+Run: `tuneloop corpus build examples/arith/corpus.yaml --out runs/corpus`, or from Python
+`build_corpus(Path("corpus.yaml"), Path("out"))`. The pipeline, in order:
+
+1. ingest every source with its registered ingester (lines not turned into traces go to
+   `rejects.jsonl`; ingested + rejected = lines read, per source);
+2. scrub e-mails, secrets and IPs from every trace (and from reject excerpts);
+3. rows: cut each trace after its last assistant message; traces without one are removed;
+   preference pairs are drawn here, before the filter, from rated answers that disagree;
+4. feedback filter (`filter.min_score`, `filter.keep_unrated`);
+5. exact dedup on (source, normalized prompt); 6. near-dup removal (MinHash LSH);
+7. decontamination against every configured suite (also applied to preference pairs);
+8. difficulty bands (optional); 9. seeded shuffle.
+Every removed row is listed in `removed.jsonl` with its step and reason. `provenance.json`
+records the source files with sha256, the count after every step, every parameter, the
+scrub counts, the per-suite decontamination report and the output hashes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tuneloop.data import bands as bands_mod
+from tuneloop.data.corpus_config import CorpusConfig, load_corpus_config
+from tuneloop.data.decontam import RowText, SuiteIndex, build_index, find_contaminated, group_hits
+from tuneloop.data.dedup import LshParams, exact_duplicates, exact_key, near_duplicates
+from tuneloop.data.ingest import ingest_files
+from tuneloop.data.rows import Row, preference_pairs, to_row
+from tuneloop.data.scrub import Scrubber, ScrubRules
+from tuneloop.errors import InputError
+from tuneloop.records import sha256_file, write_json, write_jsonl
+
+__all__ = ["CorpusConfig", "CorpusResult", "build_corpus", "load_corpus_config"]
+
+SFT_FILE, PREF_FILE = "sft.jsonl", "preference.jsonl"
+REJECTS_FILE, REMOVED_FILE, PROVENANCE_FILE = "rejects.jsonl", "removed.jsonl", "provenance.json"
+
+
+@dataclass
+class CorpusResult:
+    """What `build_corpus` wrote."""
+
+    sft_path: Path
+    preference_path: Path | None
+    """None when no feedback pairs exist."""
+    provenance_path: Path
+    counts: dict[str, int]
+    """Rows after each step, in order."""
+
+
+@dataclass
+class _Build:
+    """Mutable state threaded through the steps (pure helpers do the work)."""
+
+    rows: list[Row]
+    counts: dict[str, int] = field(default_factory=dict)
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    scrubbed: dict[str, int] = field(default_factory=dict)
+    suites: list[dict[str, Any]] = field(default_factory=list)
+    pairs_decontaminated: int = 0
+    trimmed: int = 0
+    """Rows whose trace went on after its last assistant message (cut there)."""
+
+    def drop(self, step: str, gone: dict[int, str]) -> None:
+        """Remove rows by index, recording why, and count what is left."""
+        for i in sorted(gone):
+            r = self.rows[i]
+            self.removed.append(
+                {"step": step, "source": r.source, "source_id": r.source_id, "reason": gone[i]}
+            )
+        self.rows = [r for i, r in enumerate(self.rows) if i not in gone]
+        self.counts[step] = len(self.rows)
+
+
+def build_corpus(config_path: Path, out_dir: Path, *, progress: bool = True) -> CorpusResult:
+    """Build the corpus described by `config_path` into `out_dir` (see module docstring)."""
+    cfg = load_corpus_config(config_path)
+    _check_inputs(cfg, config_path)
+    out_dir = Path(out_dir)
+    with _Progress(progress, total=9) as step:
+        step("ingest")
+        traces, rejects, sources = _ingest(cfg)
+        step("scrub")
+        scrubber = Scrubber(ScrubRules(**cfg.scrub.model_dump()))
+        traces = [scrubber.trace(t) for t in traces]
+        rejects = [scrubber.value(r) for r in rejects]
+        step("rows")
+        b = _rows(traces, cfg)
+        b.rejects, b.sources, b.scrubbed = rejects, sources, dict(sorted(scrubber.counts.items()))
+        step("filter")
+        b.drop("filter", _feedback_gone(b.rows, cfg.filter.min_score, cfg.filter.keep_unrated))
+        step("dedup")
+        _dedup(b, cfg)
+        step("decontaminate")
+        _decontaminate(b, cfg)
+        step("bands")
+        if cfg.bands is not None:
+            _bands(b, cfg)
+        step("shuffle")
+        random.Random(cfg.seed).shuffle(b.rows)
+        b.counts["shuffle"] = len(b.rows)
+        step("write")
+        return _write(out_dir, cfg, config_path, b)
+
+
+def _check_inputs(cfg: CorpusConfig, config_path: Path) -> None:
+    """Every missing input at once, by config key, before any work starts."""
+    missing = [
+        f"sources.{i}.path: {s.path} not found"
+        for i, s in enumerate(cfg.sources)
+        if not s.path.is_file()
+    ]
+    missing += [
+        f"decontaminate.suites.{i}: {p} not found"
+        for i, p in enumerate(cfg.decontaminate.suites)
+        if not p.is_file()
+    ]
+    if cfg.bands is not None and not cfg.bands.sample_log.exists():
+        missing.append(f"bands.sample_log: {cfg.bands.sample_log} not found (run `tuneloop eval`)")
+    if missing:
+        raise InputError(f"{config_path}: {len(missing)} error(s)\n  " + "\n  ".join(missing))
+
+
+def _ingest(cfg: CorpusConfig) -> tuple[list[Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    traces: list[Any] = []
+    rejects: list[dict[str, Any]] = []
+    sources: list[dict[str, Any]] = []
+    for spec in cfg.sources:
+        name = spec.name or spec.path.stem
+        t, r, report = ingest_files(spec.format, [spec.path], dict(spec.options), source=name)
+        traces.extend(t)
+        rejects.extend({**x.to_json(), "source": name} for x in r)
+        sources.append(
+            {
+                "name": name,
+                "path": str(spec.path),
+                "format": spec.format,
+                "sha256": sha256_file(spec.path),
+                **report.to_json(),
+            }
+        )
+    return traces, rejects, sources
+
+
+def _rows(traces: list[Any], cfg: CorpusConfig) -> _Build:
+    rows, removed = [], []
+    for t in traces:
+        row = to_row(t)
+        if row is None:
+            removed.append(
+                {
+                    "step": "rows",
+                    "source": t.source,
+                    "source_id": t.source_id,
+                    "reason": "no assistant message",
+                }
+            )
+        else:
+            rows.append(row)
+    b = _Build(rows=rows, counts={"traces": len(traces), "rows": len(rows)}, removed=removed)
+    b.trimmed = sum(1 for r in rows if r.trimmed)
+    b.pairs = preference_pairs(rows, cfg.preference.min_margin) if cfg.preference.enabled else []
+    return b
+
+
+def _feedback_gone(rows: list[Row], min_score: float | None, keep_unrated: bool) -> dict[int, str]:
+    gone = {}
+    for i, r in enumerate(rows):
+        if r.score is None:
+            if not keep_unrated:
+                gone[i] = "unrated (filter.keep_unrated is false)"
+        elif min_score is not None and r.score < min_score:
+            gone[i] = f"feedback score {r.score:g} < filter.min_score {min_score:g}"
+    return gone
+
+
+def _dedup(b: _Build, cfg: CorpusConfig) -> None:
+    if cfg.dedup.exact:
+        dup = exact_duplicates([exact_key(r.source, r.prompt_key) for r in b.rows])
+        b.drop(
+            "exact_dedup",
+            {i: f"same source and prompt as {b.rows[j].source_id}" for i, j in dup.items()},
+        )
+    if cfg.dedup.near:
+        params = LshParams(cfg.dedup.threshold, cfg.dedup.num_perm, cfg.dedup.shingle_size)
+        near = near_duplicates([r.text for r in b.rows], params)
+        b.drop(
+            "near_dedup", {i: f"near-duplicate of {b.rows[j].source_id}" for i, j in near.items()}
+        )
+
+
+def _decontaminate(b: _Build, cfg: CorpusConfig) -> None:
+    from tuneloop.suite import item_prompt_text, load_suite
+
+    spec, pairs = cfg.decontaminate, b.pairs
+    reports: list[dict[str, Any]] = []
+    gone: dict[int, str] = {}
+    pair_gone: set[int] = set()
+    pair_texts = [
+        RowText(
+            _pair_text(p), "\n".join(m["content"] or "" for m in p["prompt"] if m["role"] == "user")
+        )
+        for p in pairs
+    ]
+    for path in spec.suites:
+        suite = load_suite(path)
+        index: SuiteIndex = build_index(
+            str(path), [(i.id, item_prompt_text(i)) for i in suite.items], spec.n, spec.min_tokens
+        )
+        hits = group_hits(find_contaminated([RowText(r.text, r.prompt) for r in b.rows], index))
+        listed = [
+            {
+                "source": b.rows[i].source,
+                "source_id": b.rows[i].source_id,
+                "matches": [{"rule": rule, "items": ids} for rule, ids in why],
+            }
+            for i, why in hits.items()
+        ]
+        for i, why in hits.items():
+            gone.setdefault(
+                i,
+                f"contains items of {path.name}: "
+                + "; ".join(f"{rule} {','.join(ids)}" for rule, ids in why),
+            )
+        phits = group_hits(find_contaminated(pair_texts, index))
+        pair_gone.update(phits)
+        reports.append(
+            {
+                "suite": str(path),
+                "sha256": sha256_file(path),
+                "revision": suite.revision,
+                "items": len(suite.items),
+                "rows_removed": len(listed),
+                "removed": listed,
+                "preference_pairs_removed": sorted(pairs[i]["source_id"] for i in phits),
+            }
+        )
+    b.drop("decontaminate", gone)
+    b.pairs = [p for i, p in enumerate(pairs) if i not in pair_gone]
+    b.suites, b.pairs_decontaminated = reports, len(pair_gone)
+
+
+def _pair_text(pair: dict[str, Any]) -> str:
+    from tuneloop.data.text import conversation_text
+
+    return conversation_text([*pair["prompt"], *pair["chosen"], *pair["rejected"]])
+
+
+def _bands(b: _Build, cfg: CorpusConfig) -> None:
+    assert cfg.bands is not None
+    spec = cfg.bands
+    rates = bands_mod.prompt_pass_rates(spec.sample_log, spec.suite)
+    gone = {}
+    for i, r in enumerate(b.rows):
+        r.pass_rate = rates.get(r.prompt_key)
+        r.band = bands_mod.band_of(r.pass_rate, *spec.edges)
+        if r.band not in spec.keep:
+            gone[i] = f"band {r.band} not in bands.keep"
+    b.drop("bands", gone)
+
+
+def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> CorpusResult:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sft = out_dir / SFT_FILE
+    write_jsonl(sft, [r.to_json() for r in b.rows])
+    pref = out_dir / PREF_FILE if b.pairs else None
+    if pref is not None:
+        random.Random(cfg.seed).shuffle(b.pairs)
+        write_jsonl(pref, b.pairs)
+    elif (out_dir / PREF_FILE).exists():
+        (out_dir / PREF_FILE).unlink()  # a stale file from an earlier build would mislead
+    write_jsonl(out_dir / REJECTS_FILE, b.rejects)
+    write_jsonl(out_dir / REMOVED_FILE, b.removed)
+    outputs = {
+        p.name: sha256_file(p)
+        for p in (sft, pref, out_dir / REJECTS_FILE, out_dir / REMOVED_FILE)
+        if p
+    }
+    provenance = {
+        "schema": "tuneloop.corpus_provenance/1",
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "config": str(Path(config_path).resolve()),
+        "config_sha256": sha256_file(config_path),
+        "parameters": cfg.model_dump(mode="json"),
+        "sources": b.sources,
+        "counts": b.counts,
+        "rows_trimmed": b.trimmed,
+        "removed_by_step": dict(Counter(r["step"] for r in b.removed)),
+        "scrubbed": b.scrubbed,
+        "decontamination": b.suites,
+        "preference": {"pairs": len(b.pairs), "removed_by_decontamination": b.pairs_decontaminated},
+        "outputs": outputs,
+    }
+    prov = out_dir / PROVENANCE_FILE
+    write_json(prov, provenance)
+    return CorpusResult(
+        sft_path=sft, preference_path=pref, provenance_path=prov, counts=dict(b.counts)
+    )
+
+
+class _Progress:
+    """A rich progress bar over the build steps (silent when disabled)."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.enabled, self.total = enabled, total
+        self._bar: Any = None
+
+    def __enter__(self) -> Callable[[str], None]:
+        if self.enabled:
+            from rich.progress import Progress
+
+            self._bar = Progress(transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task("corpus build", total=self.total)
+        return self._step
+
+    def _step(self, name: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=f"corpus build: {name}", advance=1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,206 @@
+"""What every ingester shares: the plugin protocol, line reading, and the accounting rule.
+
+An ingester is a factory registered in `tuneloop.registry.ingesters`; called with its options
+it returns a converter `(file, lines) -> iterable of Trace | Reject`, where `lines` are the
+file's parsed JSON objects with their 1-based line numbers.
+
+Accounting (the "nothing silently lost" rule). Lines read = the file's non-blank lines
+(whitespace-only lines are counted apart as `blank` and are not input). Every line read ends in
+exactly one of two places:
+- ingested: its number is in `source_lines` of at least one written trace (a line merged into
+  a multi-line trace — a Claude Code session — counts once, as ingested);
+- rejected: it is in the rejects file with its file, line number, category and reason.
+  Categories: `malformed` (not JSON, not an object, or missing what the format needs),
+  `unsupported` (a record type the format does not turn into conversation turns), `dropped`
+  (valid, but excluded by a documented policy such as an abandoned branch).
+`run_ingester` enforces the rule for any plugin: a line a converter neither merged nor rejected
+is rejected as `unaccounted` (a plugin bug, reported, never hidden), so ingested + rejected =
+lines read always holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from tuneloop.data.trace import Trace
+from tuneloop.errors import InputError
+
+Category = Literal["malformed", "unsupported", "dropped", "unaccounted"]
+EXCERPT_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Reject:
+    """One input line that did not become (part of) a trace."""
+
+    file: str
+    line: int
+    reason: str
+    category: Category = "malformed"
+    excerpt: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "category": self.category,
+            "reason": self.reason,
+            "excerpt": self.excerpt,
+        }
+
+
+Lines = Iterable[tuple[int, dict[str, Any]]]
+
+
+class Converter(Protocol):
+    def __call__(self, file: str, lines: Lines) -> Iterable[Trace | Reject]: ...
+
+
+IngesterFactory = Callable[..., Converter]
+
+
+@dataclass
+class IngestReport:
+    """Counts of one ingest run (one or more files)."""
+
+    lines_read: int = 0
+    blank: int = 0
+    ingested: int = 0
+    rejected: int = 0
+    traces: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: IngestReport) -> None:
+        self.lines_read += other.lines_read
+        self.blank += other.blank
+        self.ingested += other.ingested
+        self.rejected += other.rejected
+        self.traces += other.traces
+        self.reasons.update(other.reasons)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lines_read": self.lines_read,
+            "blank": self.blank,
+            "ingested": self.ingested,
+            "rejected": self.rejected,
+            "traces": self.traces,
+            "reject_reasons": dict(sorted(self.reasons.items())),
+        }
+
+
+def check_options(name: str, options: dict[str, Any], allowed: Iterable[str]) -> None:
+    """Refuse unknown ingester options by name."""
+    allowed = set(allowed)
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise InputError(
+            f"ingester {name!r}: unknown option(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(allowed)) or 'none'}"
+        )
+
+
+def read_json_lines(path: Path, rejects: list[Reject]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line, object) for each line that parses to a JSON object; reject the others.
+
+    Blank lines are skipped and not yielded; the caller counts them from `path` separately.
+    Invalid UTF-8 is decoded with replacement characters so one bad byte rejects one line,
+    not the file.
+    """
+    file = str(path)
+    with Path(path).open(encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                rejects.append(Reject(file, lineno, f"invalid JSON: {err.msg}", excerpt=cut(line)))
+                continue
+            if not isinstance(obj, dict):
+                rejects.append(
+                    Reject(
+                        file,
+                        lineno,
+                        f"expected a JSON object, got {type(obj).__name__}",
+                        excerpt=cut(line),
+                    )
+                )
+                continue
+            yield lineno, obj
+
+
+def line_census(path: Path) -> tuple[set[int], int]:
+    """(numbers of the non-blank lines, count of blank lines) of a text file."""
+    nonblank: set[int] = set()
+    blank = 0
+    with Path(path).open(encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if line.strip():
+                nonblank.add(lineno)
+            else:
+                blank += 1
+    return nonblank, blank
+
+
+def run_ingester(
+    converter: Converter, path: Path
+) -> tuple[list[Trace], list[Reject], IngestReport]:
+    """Run one converter over one file and account for every non-blank line."""
+    if not Path(path).is_file():
+        raise InputError(f"{path}: file not found")
+    rejects: list[Reject] = []
+    traces: list[Trace] = []
+    for out in converter(str(path), read_json_lines(path, rejects)):
+        if isinstance(out, Trace):
+            traces.append(out)
+        else:
+            rejects.append(out)
+    nonblank, blank = line_census(path)
+    ingested = {n for t in traces for n in t.source_lines}
+    rejected_lines = {r.line for r in rejects}
+    overlap = ingested & rejected_lines
+    # A line both merged and rejected counts as ingested; drop the reject so it is not
+    # counted twice (a converter may reject a duplicate block but keep the line's turn).
+    rejects = [r for r in rejects if r.line not in overlap]
+    accounted = ingested | rejected_lines
+    missing = nonblank - accounted
+    rejects.extend(
+        Reject(str(path), n, "line not accounted for by the ingester (plugin bug)", "unaccounted")
+        for n in sorted(missing)
+    )
+    rejects.sort(key=lambda r: r.line)
+    report = IngestReport(
+        lines_read=len(nonblank),
+        blank=blank,
+        ingested=len(ingested),
+        rejected=len({r.line for r in rejects}),
+        traces=len(traces),
+        reasons=Counter(f"{r.category}: {_reason_key(r.reason)}" for r in rejects),
+    )
+    return traces, rejects, report
+
+
+def _reason_key(reason: str) -> str:
+    """Reason without its per-line details (text after ' — '), for counting."""
+    return reason.split(" — ", 1)[0]
+
+
+def cut(text: str) -> str:
+    """The first EXCERPT_CHARS characters, extended to the end of the word they stop in, so
+    that a secret is never cut to a prefix too short for the scrubber to recognize."""
+    if len(text) <= EXCERPT_CHARS:
+        return text
+    tail = re.match(r"[^\s,\"]{0,2000}", text[EXCERPT_CHARS:])
+    return text[:EXCERPT_CHARS] + (tail.group() if tail else "")
+
+
+def excerpt(obj: Any) -> str:
+    """A short JSON excerpt of a rejected object (scrubbed later with the rest)."""
+    return cut(json.dumps(obj, ensure_ascii=False))

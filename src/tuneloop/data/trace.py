@@ -1,0 +1,213 @@
+"""The canonical conversation record every ingester writes: `tuneloop.trace/1`.
+
+One `Trace` is one conversation as the model saw it, in OpenAI chat shape (roles `system`,
+`user`, `assistant`, `tool`; assistant `tool_calls` with JSON-string arguments; tool results
+as `tool` messages naming the `tool_call_id` they answer), plus where it came from (source
+name, file, the line numbers it was built from, the id the source gave it), timestamps, the
+model that answered, and the user's feedback when there was any.
+
+Feedback arrives in many shapes (thumbs, ratings, verdict strings, booleans, scores);
+`normalize_feedback` maps each to `Feedback(verdict, score)` with `score` in [0, 1] so that
+one threshold filters them all. Deliberately not kept: images and other non-text content
+blocks (replaced by a `[image]`-style placeholder so turn structure survives) and provider
+signatures of hidden reasoning.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from tuneloop.records import Record
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """One tool invocation requested by an assistant message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    """The call id that the matching `tool` message names in `tool_call_id`."""
+    name: str
+    """Tool (function) name."""
+    arguments: str = "{}"
+    """Arguments as a JSON string, exactly as OpenAI chat messages carry them."""
+
+
+class Message(BaseModel):
+    """One chat message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    """system, user, assistant or tool."""
+    content: str | None = None
+    """Text content; None for an assistant message that only calls tools."""
+    tool_calls: list[ToolCall] | None = None
+    """Assistant only: the tools it called, in order."""
+    tool_call_id: str | None = None
+    """Tool only: the id of the call this message answers."""
+    name: str | None = None
+    """Tool only: the tool's name, when the source gives it."""
+    reasoning: str | None = None
+    """Assistant only: visible reasoning ("thinking") text, kept apart from `content`."""
+    is_error: bool | None = None
+    """Tool only: the source marked this result as an error."""
+
+    def to_chat(self, *, with_reasoning: bool = False) -> dict[str, Any]:
+        """The OpenAI chat dict for this message (None fields left out)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None and self.role == "tool":
+            out["name"] = self.name
+        if with_reasoning and self.reasoning:
+            out["reasoning_content"] = self.reasoning
+        return out
+
+
+class Feedback(BaseModel):
+    """The user's judgement of a trace, normalized."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["up", "down"] | None = None
+    """Thumbs up / down when the source says so (or a score maps to one)."""
+    score: float | None = None
+    """In [0, 1]: up = 1, down = 0, a rating r on 1..5 = (r - 1) / 4, a score as given."""
+    raw: Any = None
+    """The feedback exactly as the source wrote it."""
+
+
+class Trace(Record):
+    """One conversation from a usage log, in canonical form."""
+
+    KIND = "trace"
+    VERSION = 1
+
+    source: str
+    """Source name: the ingester's name, or the `name` of a corpus-config source."""
+    source_id: str
+    """The id the source gave this conversation (response id, session id, ...), or
+    `<file stem>:<line>` when it gave none."""
+    source_file: str
+    """The file it was read from."""
+    source_lines: list[int]
+    """1-based line numbers of every input line merged into this trace."""
+    messages: list[Message]
+    """The conversation, in order."""
+    model: str | None = None
+    """The model that produced the assistant turns, when recorded."""
+    started_at: str | None = None
+    """ISO 8601 timestamp of the first message or request, when recorded."""
+    ended_at: str | None = None
+    """ISO 8601 timestamp of the last message or response, when recorded."""
+    feedback: Feedback | None = None
+    """User feedback, when there was any."""
+    metadata: dict[str, Any] = {}
+    """Source-specific extras (tools offered, sidechain flag, compaction summaries, title)."""
+
+
+_UP = {
+    "up",
+    "thumbs_up",
+    "thumbsup",
+    "👍",
+    "good",
+    "pass",
+    "passed",
+    "accept",
+    "accepted",
+    "positive",
+    "correct",
+    "yes",
+    "like",
+    "liked",
+    "approve",
+    "approved",
+    "+1",
+}
+_DOWN = {
+    "down",
+    "thumbs_down",
+    "thumbsdown",
+    "👎",
+    "bad",
+    "fail",
+    "failed",
+    "reject",
+    "rejected",
+    "negative",
+    "incorrect",
+    "wrong",
+    "no",
+    "dislike",
+    "disliked",
+    "-1",
+}
+
+
+def normalize_feedback(raw: Any) -> Feedback | None:
+    """Map a source's feedback value to `Feedback`; None when it carries no judgement.
+
+    Accepted: a verdict string (up/down and common synonyms), a bool, a number in [0, 1]
+    (a score), a number in (1, 5] (a 1..5 rating), -1 / 1 (thumbs), or a dict holding one
+    of `verdict`, `thumbs`, `rating`, `score`, `value`, `label`.
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        for key in ("verdict", "thumbs", "rating", "score", "value", "label"):
+            if key in raw:
+                value = raw[key]
+                # A "rating" is on a 1..5 scale even when it is 1 (the worst), not a score.
+                is_rating = key == "rating" and isinstance(value, (int, float))
+                inner = (
+                    _rating_feedback(float(value), raw)
+                    if is_rating and not isinstance(value, bool)
+                    else normalize_feedback(value)
+                )
+                return inner.model_copy(update={"raw": raw}) if inner else None
+        return None
+    if isinstance(raw, bool):
+        return Feedback(verdict="up" if raw else "down", score=float(raw), raw=raw)
+    if isinstance(raw, (int, float)):
+        return _numeric_feedback(float(raw), raw)
+    if isinstance(raw, str):
+        word = raw.strip().lower().replace("-", "_").replace(" ", "_")
+        if word in _UP or raw.strip() == "+1":
+            return Feedback(verdict="up", score=1.0, raw=raw)
+        if word in _DOWN or raw.strip() == "-1":
+            return Feedback(verdict="down", score=0.0, raw=raw)
+        try:
+            return _numeric_feedback(float(raw), raw)
+        except ValueError:
+            return None
+    return None
+
+
+def _numeric_feedback(x: float, raw: Any) -> Feedback | None:
+    if x == -1:
+        return Feedback(verdict="down", score=0.0, raw=raw)
+    if 0.0 <= x <= 1.0:
+        verdict: Literal["up", "down"] | None = "up" if x == 1 else "down" if x == 0 else None
+        return Feedback(verdict=verdict, score=x, raw=raw)
+    return _rating_feedback(x, raw) if 1.0 < x <= 5.0 else None
+
+
+def _rating_feedback(x: float, raw: Any) -> Feedback | None:
+    if not 1.0 <= x <= 5.0:
+        return None
+    return Feedback(verdict=None, score=(x - 1.0) / 4.0, raw=raw)

@@ -1,0 +1,11 @@
+"""Phase `evaluate`: run a suite against an OpenAI-compatible endpoint into a sample log.
+
+    from tuneloop.evaluate import EvalSettings, evaluate
+
+See `runner.py` (the runner, resume), `client.py` (HTTP and retries), `plan.py` (seeds,
+payloads, resume checks) and `command.py` (`tuneloop eval`).
+"""
+
+from tuneloop.evaluate.runner import EvalSettings, evaluate
+
+__all__ = ["EvalSettings", "evaluate"]

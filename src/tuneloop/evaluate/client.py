@@ -1,0 +1,172 @@
+"""An async client for OpenAI-compatible endpoints, with retries that never reach a score.
+
+    async with OpenAIClient("http://127.0.0.1:8000", concurrency=32) as client:
+        done = await client.complete({"model": "tiny", "messages": [...], "seed": 7}, chat=True)
+
+Chat items go to `/v1/chat/completions`, `prompt` items to `/v1/completions`; the endpoint may
+be given as the server root or as its `/v1`. The transport is `http.py` (a lean keep-alive
+pool for plain http, httpx otherwise). Connection errors, timeouts, 408, 429 and 5xx are
+retried with exponential backoff and full jitter (AWS Architecture Blog, "Exponential Backoff
+and Jitter", 2015), honouring a `Retry-After` header, up to `max_retries`; after that the sample
+stays missing (`RequestFailed`). 401/403/404 mean the endpoint, key or model name is wrong and
+stop the eval at once (`EndpointRefused`). A 200 whose body is not a well-formed completion is
+the model side's problem, not the network's: it raises `MalformedResponse` and is recorded as a
+harness error, never retried.
+
+Deliberately one request per (item, sample) with its own seed rather than `n`>1 per request:
+seeds then match between the pre and post evals sample for sample, and a lost request costs
+one sample, not the item's batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from tuneloop.evaluate.http import Http11Pool, HttpxTransport, TransportFailure, transport_for
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+REFUSED_STATUS = frozenset({401, 403, 404})
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_s: float
+
+
+class RequestFailed(Exception):
+    """No completion after all retries (or a non-retryable 4xx): the sample stays missing."""
+
+
+class EndpointRefused(Exception):
+    """401/403/404: wrong endpoint, key or model name; retrying cannot help."""
+
+
+class MalformedResponse(Exception):
+    """A 200 whose body is not a completion (untrusted output): recorded as a harness error."""
+
+
+def api_base(base_url: str) -> str:
+    """The `/v1` base for a server root or a `/v1` URL."""
+    base = base_url.rstrip("/")
+    return base if base.endswith("/v1") else base + "/v1"
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def parse_response(body: bytes, chat: bool, latency_s: float) -> Completion:
+    """The completion in a response body; anything malformed raises MalformedResponse."""
+    try:
+        data = json.loads(body)
+        choice = data["choices"][0]
+    except (ValueError, KeyError, IndexError, TypeError) as err:
+        raise MalformedResponse(f"response is not a completion: {type(err).__name__}") from None
+    if not isinstance(choice, dict):
+        raise MalformedResponse("choices[0] is not an object")
+    if chat:
+        message = choice.get("message")
+        text = message.get("content") if isinstance(message, dict) else None
+    else:
+        text = choice.get("text")
+    if not isinstance(text, str):
+        raise MalformedResponse(f"completion text is {type(text).__name__}, not a string")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    finish = choice.get("finish_reason")
+    return Completion(
+        text=text,
+        finish_reason=finish if isinstance(finish, str) else None,
+        prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+        completion_tokens=_int_or_none(usage.get("completion_tokens")),
+        latency_s=latency_s,
+    )
+
+
+def backoff_delay(attempt: int, base_s: float, cap_s: float = 10.0) -> float:
+    """Full jitter: uniform(0, min(cap, base · 2^attempt))."""
+    return random.uniform(0.0, min(cap_s, base_s * 2**attempt))
+
+
+def _retry_after(headers: dict[str, str]) -> float | None:
+    value = headers.get("retry-after")
+    try:
+        return min(30.0, max(0.0, float(value))) if value is not None else None
+    except ValueError:
+        return None
+
+
+class OpenAIClient:
+    """Posts completion requests with retries; counts the retries it performed."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        concurrency: int = 32,
+        timeout_s: float = 120.0,
+        max_retries: int = 8,
+        backoff_s: float = 0.25,
+    ) -> None:
+        self.base = api_base(base_url)
+        self.api_key = api_key
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.retries = 0
+        self.last_error: str | None = None
+        self._transport: Http11Pool | HttpxTransport | None = None
+
+    async def __aenter__(self) -> OpenAIClient:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        self._transport = transport_for(
+            self.base, timeout_s=self.timeout_s, headers=headers, concurrency=self.concurrency
+        )
+        await self._transport.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._transport is not None:
+            await self._transport.__aexit__(*exc)
+
+    async def complete(self, payload: dict[str, Any], chat: bool) -> Completion:
+        """POST one request, retrying infrastructure failures; see the module docstring."""
+        assert self._transport is not None, "use `async with OpenAIClient(...)`"
+        path = "/chat/completions" if chat else "/completions"
+        body = json.dumps(payload).encode()
+        for attempt in range(self.max_retries + 1):
+            delay: float | None = None
+            started = time.perf_counter()
+            try:
+                status, headers, data = await self._transport.post(path, body)
+            except TransportFailure as err:
+                error = str(err)
+            else:
+                if status == 200:
+                    return parse_response(data, chat, time.perf_counter() - started)
+                error = (
+                    f"HTTP {status} from {self.base}{path}: {data[:200].decode(errors='replace')}"
+                )
+                if status in REFUSED_STATUS:
+                    raise EndpointRefused(error)
+                if status not in RETRY_STATUS:
+                    raise RequestFailed(error)
+                delay = _retry_after(headers)
+            self.last_error = error
+            if attempt == self.max_retries:
+                raise RequestFailed(f"{error} (after {self.max_retries} retries)")
+            self.retries += 1
+            await asyncio.sleep(
+                delay if delay is not None else backoff_delay(attempt, self.backoff_s)
+            )
+        raise AssertionError("unreachable")

@@ -1,0 +1,378 @@
+"""The eval runner: every (item, sample) of a suite (or slice) against an OpenAI-compatible
+endpoint, scored by the item's scorer, appended to a sample log as each finishes.
+
+    from tuneloop.evaluate import EvalSettings, evaluate
+    summary = evaluate("http://127.0.0.1:8000", "tiny", Path("suite.jsonl"), Path("runs/pre"),
+                       EvalSettings(n_samples=4, temperature=0.7))
+
+or `tuneloop eval --endpoint URL --model NAME --suite FILE --out DIR`. The log format is
+`tuneloop/samplelog.py`. Infrastructure failures are retried by the client and never scored;
+keys still without a completion at the end get `missing` rows (failures in the denominator).
+An eval in which no request at all succeeded writes its log and then raises `PhaseFailed`.
+
+Resume: rerunning into the same `out_dir` cuts a torn last line, checks that the existing
+summary and rows come from the same suite revision, model, sampling parameters, slice and base
+seed (else `InputError` naming the difference), and requests only the keys without an `ok` or
+`harness_error` row. Rows superseded by a later one (a `missing` row filled in by the rerun) are
+compacted away at the end, so a finished log holds each key exactly once.
+
+Deliberately, rows are fsynced in group commits: one writer task appends everything that
+finished while the previous append was in flight, so a fast server is not throttled to the
+disk's fsync rate, and a crash still loses only rows that finished in the last few ms.
+Built-in text scorers run inline on the event loop (microseconds); other scorers, such as the
+sandboxed `python_tests`, run in worker threads so they never stall the requests in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tuneloop.errors import InputError, PhaseFailed
+from tuneloop.evaluate.client import (
+    EndpointRefused,
+    MalformedResponse,
+    OpenAIClient,
+    RequestFailed,
+)
+from tuneloop.evaluate.plan import (
+    Key,
+    build_payload,
+    check_resumable,
+    missing_row,
+    read_existing_rows,
+    sample_seed,
+    totals,
+)
+from tuneloop.evaluate.progress import EvalProgress
+from tuneloop.records import (
+    append_jsonl,
+    read_record,
+    repair_jsonl_tail,
+    write_jsonl,
+    write_record,
+)
+from tuneloop.registry import scorers
+from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE, EvalSummary, SampleRow, SamplingParams
+from tuneloop.scorers.base import ScoreFn
+from tuneloop.suite import SuiteItem, load_suite, slice_ids
+
+T = TypeVar("T")
+DEFAULT_SLICES = {"dev": 0.5, "gate": 0.5}
+"""Slice fractions used when a slice is named without fractions (the loop.yaml default)."""
+INLINE_SCORERS = frozenset({"numeric", "exact", "regex", "choice", "json"})
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How to sample and how hard to push the endpoint (loop.yaml's `eval` section)."""
+
+    n_samples: int = 1
+    """Samples per item (k for pass@k); one request each, with its own seed."""
+    temperature: float = 0.0
+    """Sampling temperature; 0 is greedy."""
+    top_p: float = 1.0
+    """Nucleus sampling mass."""
+    max_tokens: int = 32
+    """Completion length limit."""
+    seed: int = 0
+    """Base seed; per-sample seeds derive from (seed, item id, sample index)."""
+    concurrency: int = 32
+    """Requests in flight at once (also the number of pooled connections)."""
+    max_retries: int = 8
+    """Retries per request for connection errors, timeouts, 429 and 5xx (never scored)."""
+    request_timeout_s: float = 120.0
+    """Per-request timeout (connect, send and the whole response)."""
+    backoff_s: float = 0.25
+    """Base of the exponential backoff between retries (full jitter)."""
+
+
+@dataclass
+class _Run:
+    """What one run needs: the work, where it goes, and what it has done so far."""
+
+    items: dict[str, SuiteItem]
+    summary: EvalSummary
+    samples: Path
+    settings: EvalSettings
+    served_model: str
+    rows: dict[Key, SampleRow] = field(default_factory=dict)
+    errors: dict[Key, str] = field(default_factory=dict)
+    scorer_fns: dict[str, ScoreFn] = field(default_factory=dict)
+
+
+def evaluate(
+    base_url: str,
+    model: str,
+    suite_path: Path,
+    out_dir: Path,
+    settings: EvalSettings,
+    *,
+    slice_name: str | None = None,
+    slices: dict[str, float] | None = None,
+    stratify_by_tag: bool = False,
+    default_scorer: str = "numeric",
+    api_key: str | None = None,
+    model_identity: str | None = None,
+    progress: bool = True,
+) -> EvalSummary:
+    """Run (or resume) one eval; writes out_dir/samples.jsonl and out_dir/summary.json."""
+    _check_settings(settings)
+    suite = load_suite(Path(suite_path), default_scorer)
+    ids = [i.id for i in suite.items]
+    if slice_name is not None:
+        ids = slice_ids(
+            suite, slices or DEFAULT_SLICES, slice_name, stratify_by_tag=stratify_by_tag
+        )
+        if not ids:
+            raise InputError(f"slice {slice_name!r} of {suite_path} is empty")
+    by_id = suite.by_id()
+    summary = EvalSummary(
+        suite_path=str(suite_path),
+        suite_revision=suite.revision,
+        slice=slice_name,
+        item_ids=ids,
+        model=model_identity or model,
+        endpoint=base_url,
+        sampling=SamplingParams(
+            n_samples=settings.n_samples,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_tokens=settings.max_tokens,
+            seed=settings.seed,
+        ),
+        started_at=_now(),
+    )
+    run = _Run({i: by_id[i] for i in ids}, summary, Path(out_dir) / SAMPLES_FILE, settings, model)
+    lines, prior_retries = _prepare(run, Path(out_dir))
+    write_record(Path(out_dir) / SUMMARY_FILE, summary)  # pins the settings for a resume
+    started = time.perf_counter()
+    retries, appended = _run_loop(_run_all(run, api_key, progress))
+    final = _finish(run, Path(out_dir), lines + appended, prior_retries + retries, started)
+    if final.counts["ok"] + final.counts["harness_error"] == 0:
+        # fail closed: a log with no completion at all says nothing about the model
+        last = next(iter(run.errors.values()), "none recorded")
+        raise PhaseFailed(
+            f"no request to {base_url} succeeded ({final.counts['missing']} samples missing; "
+            f"last error: {last}). Is the server running? Rerun with the same --out to resume."
+        )
+    return final
+
+
+def _run_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run, on uvloop when it is installed (as uvicorn's `loop="auto"` does): the
+    client's per-request socket and scheduling work is most of an eval's CPU time."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
+def _check_settings(s: EvalSettings) -> None:
+    problems = [
+        f"{name} must be {rule} (got {value!r})"
+        for name, value, ok, rule in [
+            ("n_samples", s.n_samples, s.n_samples >= 1, "≥ 1"),
+            ("temperature", s.temperature, s.temperature >= 0, "≥ 0"),
+            ("top_p", s.top_p, 0 < s.top_p <= 1, "in (0, 1]"),
+            ("max_tokens", s.max_tokens, s.max_tokens >= 1, "≥ 1"),
+            ("concurrency", s.concurrency, s.concurrency >= 1, "≥ 1"),
+            ("max_retries", s.max_retries, s.max_retries >= 0, "≥ 0"),
+            ("request_timeout_s", s.request_timeout_s, s.request_timeout_s > 0, "> 0"),
+        ]
+        if not ok
+    ]
+    if problems:
+        raise InputError("eval settings: " + "; ".join(problems))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _prepare(run: _Run, out_dir: Path) -> tuple[int, int]:
+    """Load a log being resumed into run.rows; returns (rows in the file, prior retries)."""
+    if not run.samples.exists():
+        return 0, 0
+    old_summary = out_dir / SUMMARY_FILE
+    prior_retries = 0
+    if old_summary.exists():
+        old = read_record(old_summary, EvalSummary)
+        check_resumable(old, run.summary, old_summary)
+        prior_retries = old.retries
+    repair_jsonl_tail(run.samples)
+    rows, lines = read_existing_rows(run.samples, run.summary, run.settings.seed)
+    run.rows = {k: r for k, r in rows.items() if r.status != "missing"}
+    return lines, prior_retries
+
+
+async def _run_all(run: _Run, api_key: str | None, show: bool) -> tuple[int, int]:
+    """Request every key without a row; returns (retries, rows appended)."""
+    n = run.summary.sampling.n_samples
+    todo = [
+        (item, k) for item in run.items.values() for k in range(n) if (item.id, k) not in run.rows
+    ]
+    s = run.settings
+    client = OpenAIClient(
+        run.summary.endpoint,
+        api_key=api_key,
+        concurrency=s.concurrency,
+        timeout_s=s.request_timeout_s,
+        max_retries=s.max_retries,
+        backoff_s=s.backoff_s,
+    )
+    writer = _RowWriter(run.samples)
+    with EvalProgress(len(run.items), n, run.rows, enabled=show) as bar:
+        async with client:
+            work = iter(todo)
+
+            async def worker() -> None:
+                for item, k in work:
+                    row = await _one_sample(run, client, item, k)
+                    if row is not None:
+                        run.rows[(item.id, k)] = row
+                        writer.put(row)
+                    bar.advance(item.id, row, client.retries)
+
+            tasks = [asyncio.ensure_future(worker()) for _ in range(min(s.concurrency, len(todo)))]
+            try:
+                await _wait_all(tasks)
+            finally:
+                await writer.close()
+    return client.retries, writer.written
+
+
+async def _wait_all(tasks: Sequence[asyncio.Future[None]]) -> None:
+    """Wait for the workers; on the first failure cancel the rest and re-raise it."""
+    if not tasks:
+        return
+    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    for task in done:
+        err = task.exception()
+        if isinstance(err, EndpointRefused):
+            raise InputError(
+                f"the endpoint refused the request: {err}. Check --endpoint, --model and "
+                "--api-key-env (rows written so far are kept; rerun to resume)"
+            )
+        if err is not None:
+            raise err
+
+
+async def _one_sample(run: _Run, client: OpenAIClient, item: SuiteItem, k: int) -> SampleRow | None:
+    """One request and its score; None when it failed for infrastructure reasons."""
+    seed = sample_seed(run.settings.seed, item.id, k)
+    payload, chat = build_payload(item, run.served_model, run.summary.sampling, seed)
+    base: dict[str, Any] = dict(
+        suite_revision=run.summary.suite_revision,
+        item_id=item.id,
+        sample_index=k,
+        model=run.summary.model,
+        seed=seed,
+        scorer=item.scorer,
+        tags=list(item.tags),
+    )
+    try:
+        done = await client.complete(payload, chat)
+    except RequestFailed as err:
+        run.errors[(item.id, k)] = str(err)
+        return None
+    except MalformedResponse as err:
+        return SampleRow(**base, status="harness_error", error=str(err))
+    scored = dict(
+        completion=done.text,
+        finish_reason=done.finish_reason,
+        prompt_tokens=done.prompt_tokens,
+        completion_tokens=done.completion_tokens,
+        latency_s=round(done.latency_s, 6),
+    )
+    try:
+        fn = run.scorer_fns.get(item.scorer) or run.scorer_fns.setdefault(
+            item.scorer, scorers.get(item.scorer)()
+        )
+        if item.scorer in INLINE_SCORERS:  # ours: fast, and their details are plain JSON
+            result = fn(item.raw, done.text)
+            detail = result.detail
+        else:  # a plugin's detail may hold anything: make it JSON before it reaches the log
+            result = await asyncio.to_thread(fn, item.raw, done.text)
+            detail = json.loads(json.dumps(result.detail, default=str))
+    except Exception as err:  # a scorer bug must not stop the eval; the row says what broke
+        msg = f"scorer {item.scorer!r} raised {type(err).__name__}: {err}"[:500]
+        return SampleRow(**base, **scored, status="harness_error", error=msg)
+    return SampleRow(**base, **scored, score=result.value, detail=detail)
+
+
+class _RowWriter:
+    """Group commit: append (and fsync) whatever has finished since the last append."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pending: list[dict[str, Any]] = []
+        self.written = 0
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._task = asyncio.ensure_future(self._loop())
+
+    def put(self, row: SampleRow) -> None:
+        self.pending.append(row.to_json())
+        self._wake.set()
+
+    async def _loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self.pending = self.pending, []
+            if batch:
+                await asyncio.to_thread(append_jsonl, self.path, batch)
+                self.written += len(batch)
+            if self._closing and not self.pending:
+                return
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        await self._task
+
+
+def _finish(run: _Run, out_dir: Path, lines: int, retries: int, started: float) -> EvalSummary:
+    """Write missing rows, compact superseded rows, and write the final summary."""
+    n = run.summary.sampling.n_samples
+    missing = [
+        missing_row(
+            item,
+            k,
+            run.summary.suite_revision,
+            run.summary.model,
+            run.settings.seed,
+            run.errors.get((item.id, k)),
+        )
+        for item in run.items.values()
+        for k in range(n)
+        if (item.id, k) not in run.rows
+    ]
+    append_jsonl(run.samples, [r.to_json() for r in missing])
+    for row in missing:
+        run.rows[(row.item_id, row.sample_index)] = row
+    if lines + len(missing) != len(run.rows):
+        ordered = [run.rows[(i, k)] for i in run.summary.item_ids for k in range(n)]
+        write_jsonl(run.samples, [r.to_json() for r in ordered])
+    stats = totals(run.rows, run.summary.item_ids, n)
+    summary = run.summary.model_copy(
+        update={
+            **stats,
+            "retries": retries,
+            "finished_at": _now(),
+            "duration_s": round(time.perf_counter() - started, 3),
+        }
+    )
+    write_record(out_dir / SUMMARY_FILE, summary)
+    return summary

@@ -1,0 +1,58 @@
+"""Phase: the promotion gate — champion vs challenger on a fresh slice, against a fixed bar.
+
+Run it as `tuneloop gate --champion LOG --challenger LOG --slice gate --suite suite.jsonl
+[--bar bar.yaml] [--ledger ledger.db]` (exit 0 promote, 1 reject, 2 input error, 3 awaiting
+approval), or from the loop via `adjudicate`. The rule itself is the pure function
+`tuneloop.gate.rule.decide`; its module docstring states it precisely. The ledger (SQLite)
+refuses a second look at a consumed slice and keeps champion versions, verdicts and approvals;
+`EXPERIMENT-LOG.md` beside it gets one Markdown entry per round.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tuneloop.gate.bar import Bar, load_bar
+    from tuneloop.gate.champion import ChampionDescriptor
+    from tuneloop.gate.promotion import approve, champion_history, register_champion
+    from tuneloop.gate.rule import Condition, Decision, decide, item_scores
+    from tuneloop.gate.verdict import GateVerdict, adjudicate
+
+# Exports load lazily (PEP 562) so that importing `tuneloop.gate.command` for `--help` does
+# not pull numpy and scipy in through the rule.
+_EXPORTS = {
+    "Bar": "bar",
+    "load_bar": "bar",
+    "ChampionDescriptor": "champion",
+    "approve": "promotion",
+    "champion_history": "promotion",
+    "register_champion": "promotion",
+    "Condition": "rule",
+    "Decision": "rule",
+    "decide": "rule",
+    "item_scores": "rule",
+    "GateVerdict": "verdict",
+    "adjudicate": "verdict",
+}
+__all__ = [
+    "Bar",
+    "ChampionDescriptor",
+    "Condition",
+    "Decision",
+    "GateVerdict",
+    "adjudicate",
+    "approve",
+    "champion_history",
+    "decide",
+    "item_scores",
+    "load_bar",
+    "register_champion",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'tuneloop.gate' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"tuneloop.gate.{_EXPORTS[name]}"), name)

@@ -1,0 +1,107 @@
+"""Load the champion's and the challenger's sample logs and align them on the gate slice.
+
+The two logs must be comparable before any statistic is computed: the same suite revision,
+the same sampling budget (samples per item, temperature, top_p, max_tokens, seed), and both
+must have evaluated every item of the slice. Any difference is refused with an `InputError`
+that names it. Items outside the slice are ignored (a log may cover the whole suite).
+(item, sample) keys the log lacks, and rows that are missing or a harness error, count as
+unscored: score 0 in the statistics and in the arm's missing fraction (DESIGN: infrastructure
+failure is never a model outcome, and what is still missing counts against the arm).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tuneloop.errors import InputError
+from tuneloop.samplelog import EvalSummary, SampleRow, load_sample_log
+
+SAMPLING_FIELDS = ("n_samples", "temperature", "top_p", "max_tokens", "seed")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One side of the comparison, aligned to the slice's item order."""
+
+    log: Path
+    """The sample-log folder."""
+    summary: EvalSummary
+    """The log's summary record."""
+    scores: np.ndarray
+    """(items × samples) sample scores, unscored = 0."""
+    unscored: int
+    """(item, sample) keys on the slice without a scored completion."""
+    tags: tuple[tuple[str, ...], ...]
+    """Each slice item's tags, as the log recorded them."""
+
+    @property
+    def missing_fraction(self) -> float:
+        return self.unscored / self.scores.size if self.scores.size else 0.0
+
+
+def load_arms(champion_log: Path, challenger_log: Path, item_ids: Sequence[str]) -> tuple[Arm, Arm]:
+    """Read both logs, refuse incomparable ones, and align them on `item_ids`."""
+    if not item_ids:
+        raise InputError("the gate slice has no items; check the slice name and fractions")
+    if len(set(item_ids)) != len(item_ids):
+        raise InputError("the gate slice lists an item id more than once")
+    champ_summary, champ_rows = load_sample_log(Path(champion_log))
+    chall_summary, chall_rows = load_sample_log(Path(challenger_log))
+    check_comparable(champ_summary, chall_summary, Path(champion_log), Path(challenger_log))
+    return (
+        _align(Path(champion_log), champ_summary, champ_rows, item_ids),
+        _align(Path(challenger_log), chall_summary, chall_rows, item_ids),
+    )
+
+
+def check_comparable(a: EvalSummary, b: EvalSummary, a_path: Path, b_path: Path) -> None:
+    """Refuse two logs that differ in suite revision or sampling budget, naming the difference."""
+    if a.suite_revision != b.suite_revision:
+        raise InputError(
+            f"the logs were evaluated on different suite revisions: {a_path} has "
+            f"{a.suite_revision[:12]}, {b_path} has {b.suite_revision[:12]}; "
+            "re-evaluate both on the same suite"
+        )
+    diffs = [
+        f"{name}: {getattr(a.sampling, name)!r} vs {getattr(b.sampling, name)!r}"
+        for name in SAMPLING_FIELDS
+        if getattr(a.sampling, name) != getattr(b.sampling, name)
+    ]
+    if diffs:
+        raise InputError(
+            f"the logs used different sampling budgets ({a_path} vs {b_path}): " + "; ".join(diffs)
+        )
+
+
+def _align(log: Path, summary: EvalSummary, rows: list[SampleRow], item_ids: Sequence[str]) -> Arm:
+    evaluated = set(summary.item_ids)
+    absent = [i for i in item_ids if i not in evaluated]
+    if absent:
+        shown = ", ".join(absent[:5]) + (" …" if len(absent) > 5 else "")
+        raise InputError(
+            f"{log}: {len(absent)} of the slice's {len(item_ids)} items were not evaluated "
+            f"({shown}); evaluate the slice with `tuneloop eval`"
+        )
+    n_samples = summary.sampling.n_samples
+    index = {item: i for i, item in enumerate(item_ids)}
+    scores = np.zeros((len(item_ids), n_samples))
+    scored = np.zeros((len(item_ids), n_samples), dtype=bool)
+    tags: list[tuple[str, ...]] = [()] * len(item_ids)
+    for row in rows:
+        i = index.get(row.item_id)
+        if i is None:
+            continue
+        if not 0 <= row.sample_index < n_samples:
+            raise InputError(
+                f"{log}: item {row.item_id!r} has sample_index {row.sample_index}, outside "
+                f"0..{n_samples - 1} (n_samples in summary.json)"
+            )
+        tags[i] = tuple(row.tags) or tags[i]
+        if row.status == "ok" and row.score is not None:
+            scores[i, row.sample_index] = row.value
+            scored[i, row.sample_index] = True
+    return Arm(log, summary, scores, int((~scored).sum()), tuple(tags))

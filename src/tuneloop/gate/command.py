@@ -1,0 +1,180 @@
+"""`tuneloop gate`, `tuneloop champion`, `tuneloop approve`: thin typer wrappers.
+
+    tuneloop gate --champion runs/pre/eval --challenger runs/post/eval --slice gate \\
+        --suite examples/arith/suite.jsonl [--bar bar.yaml] [--ledger ledger.db]
+    tuneloop champion [--ledger ledger.db] [--json]
+    tuneloop approve RUN [--ledger ledger.db]
+
+Exit status of `gate`: 0 promote, 1 reject, 2 usage or input error (incomparable logs,
+consumed slice, bad bar), 3 awaiting approval (the rule said promote but `--require-approval`
+is set: deliberately not 0, so that `tuneloop gate && deploy` never ships an unapproved model).
+Heavy imports (numpy, scipy via the rule) happen inside the functions.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tuneloop.errors import InputError
+
+EXIT = {"promote": 0, "reject": 1, "awaiting_approval": 3}
+DEFAULT_LEDGER = Path("ledger.db")
+LedgerOpt = Annotated[
+    Path, typer.Option("--ledger", help="SQLite ledger of slices, champions and verdicts.")
+]
+
+
+Opt = typer.Option
+BarOpt = Annotated[Path | None, Opt(help="Bar file (YAML/JSON); the default bar if omitted.")]
+SlicesOpt = Annotated[str, Opt(help="Slice fractions, as suite.slices in loop.yaml.")]
+RunOpt = Annotated[str | None, Opt(help="Run id; default gate-<time>-<random>.")]
+OutOpt = Annotated[Path | None, Opt(help="Verdict folder; default <ledger dir>/verdicts/<run>.")]
+DescOpt = Annotated[Path | None, Opt(help="Champion descriptor JSON for the challenger.")]
+
+
+def gate(
+    champion: Annotated[Path, Opt(help="Champion's sample-log folder.")],
+    challenger: Annotated[Path, Opt(help="Challenger's sample-log folder.")],
+    slice_name: Annotated[str, Opt("--slice", help="The gate slice's name.")],
+    suite: Annotated[Path, Opt(help="The suite JSONL both logs were evaluated on.")],
+    bar: BarOpt = None,
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+    slices: SlicesOpt = "dev=0.5,gate=0.5",
+    stratify_by_tag: Annotated[bool, Opt(help="Slices stratified by first tag.")] = False,
+    run_id: RunOpt = None,
+    out: OutOpt = None,
+    challenger_descriptor: DescOpt = None,
+    allow_slice_reuse: Annotated[bool, Opt(help="Permit a consumed slice (recorded).")] = False,
+    require_approval: Annotated[bool, Opt(help="Stop at awaiting_approval.")] = False,
+    seed: Annotated[int, Opt(help="Seed of the permutation test and bootstrap.")] = 0,
+) -> None:
+    """Decide whether the challenger replaces the champion, on a slice looked at once."""
+    from tuneloop.gate.bar import Bar, load_bar
+    from tuneloop.gate.verdict import adjudicate
+    from tuneloop.records import read_record
+    from tuneloop.samplelog import SUMMARY_FILE, EvalSummary
+    from tuneloop.suite import load_suite, slice_ids
+
+    the_suite = load_suite(suite)
+    for log in (champion, challenger):
+        summary = read_record(Path(log) / SUMMARY_FILE, EvalSummary)
+        if summary.suite_revision != the_suite.revision:
+            raise InputError(
+                f"{log}: evaluated on suite revision {summary.suite_revision[:12]}, but "
+                f"{suite} is revision {the_suite.revision[:12]}"
+            )
+    ids = slice_ids(the_suite, parse_fractions(slices), slice_name, stratify_by_tag=stratify_by_tag)
+    run = run_id or f"gate-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+    verdict = adjudicate(
+        champion,
+        challenger,
+        bar=load_bar(bar) if bar else Bar(),
+        slice_name=slice_name,
+        item_ids=ids,
+        ledger_path=ledger,
+        out_dir=out or ledger.parent / "verdicts" / run,
+        run_id=run,
+        allow_slice_reuse=allow_slice_reuse,
+        require_approval=require_approval,
+        challenger_descriptor=_read_descriptor(challenger_descriptor),
+        seed=seed,
+        bar_registered_at=_mtime(bar) if bar else None,
+    )
+    print_verdict(verdict.to_json())
+    raise typer.Exit(EXIT[verdict.decision])
+
+
+def parse_fractions(text: str) -> dict[str, float]:
+    """`dev=0.5,gate=0.5` → {"dev": 0.5, "gate": 0.5}; errors name the --slices option."""
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise InputError(f"--slices: expected NAME=FRACTION[,NAME=FRACTION…], got {part!r}")
+    return out
+
+
+def _mtime(path: Path) -> str:
+    stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    return stamp.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _read_descriptor(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    from tuneloop.records import read_json
+
+    return read_json(path)
+
+
+def print_verdict(v: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("condition", "ok", "detail", title=f"gate verdict — run {v['run_id']}")
+    for c in v["conditions"]:
+        table.add_row(c["name"], "yes" if c["passed"] else "NO", c["detail"])
+    console = Console()
+    console.print(table)
+    if v.get("slice_reuse"):
+        earlier = ", ".join(v["slice_reuse"]["previous_runs"])
+        console.print(f"[yellow]slice reuse explicitly allowed; consumed before by {earlier}[/]")
+    for warning in v.get("warnings", []):
+        console.print(f"[yellow]warning: {warning}[/]")
+    extra = f" → champion v{v['new_champion_version']}" if v.get("new_champion_version") else ""
+    console.print(f"decision: [bold]{v['decision']}[/]{extra}")
+
+
+def champion(
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the history as JSON.")] = False,
+) -> None:
+    """Show the current champion and the history of champion versions."""
+    from tuneloop.gate.champion import describe
+    from tuneloop.gate.promotion import champion_history
+
+    history = champion_history(ledger)
+    if as_json:
+        typer.echo(
+            json.dumps({"current": history[-1] if history else None, "history": history}, indent=2)
+        )
+        return
+    if not history:
+        typer.echo(f"no champion recorded in {ledger} yet")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("version", "since", "via", "run", "champion", title=f"champions — {ledger}")
+    for h in history:
+        table.add_row(
+            str(h["version"]),
+            h["promoted_at"],
+            h["via"],
+            h["run_id"] or "",
+            describe(h["descriptor"]),
+        )
+    console = Console()
+    console.print(table)
+    console.print(f"current: v{history[-1]['version']} — {describe(history[-1]['descriptor'])}")
+
+
+def approve(
+    run: Annotated[str, typer.Argument(help="Run id of a verdict awaiting approval.")],
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+) -> None:
+    """Complete a promotion that stopped at awaiting_approval."""
+    from tuneloop.gate.promotion import approve as approve_run
+
+    version = approve_run(run, ledger)
+    typer.echo(f"approved {run}: champion v{version}")

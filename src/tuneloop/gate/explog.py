@@ -1,0 +1,91 @@
+"""EXPERIMENT-LOG.md: one append-only Markdown entry per gate round, beside the ledger.
+
+The ledger is the source of truth; this file is the human-readable trail a reviewer scrolls
+through. Entries are appended and fsynced, never rewritten. Each entry carries an HTML comment
+with its run id (`<!-- tuneloop:verdict RUN -->`), so writing the same round twice (a resumed
+gate phase) appends nothing the second time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tuneloop.gate.champion import describe
+
+LOG_NAME = "EXPERIMENT-LOG.md"
+_HEADER = "# Experiment log\n\nOne entry per gate round, appended by `tuneloop gate`.\n"
+
+
+def log_path(ledger_path: Path) -> Path:
+    return Path(ledger_path).parent / LOG_NAME
+
+
+def append_entry(path: Path, marker: str, text: str) -> bool:
+    """Append `text` unless an entry with `marker` exists; returns whether it appended."""
+    path = Path(path)
+    tag = f"<!-- tuneloop:{marker} -->"
+    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    if tag in existing:
+        return False
+    prefix = "" if existing else _HEADER
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(f"{prefix}\n{tag}\n{text.rstrip()}\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return True
+
+
+def verdict_entry(v: dict[str, Any]) -> str:
+    """The Markdown entry of one verdict record (a `GateVerdict.to_json()` dict)."""
+    s, bar = v["stats"], v["bar"]
+    champ, chall = v["champion"], v["challenger"]
+    reuse = v.get("slice_reuse")
+    consumed = f"slice `{v['slice']}` (suite {v['suite_revision'][:12]}, {s['n_items']} items)"
+    if reuse:
+        earlier = ", ".join(reuse["previous_runs"])
+        consumed += f" — **reused** (explicitly allowed; consumed before by {earlier})"
+    bound = s.get("delta_lower_bound")
+    bound_txt = (
+        f", {s['bound_confidence']:.0%} lower bound {bound:+.4f}" if bound is not None else ""
+    )
+    lines = [
+        f"## {v['decided_at']} — run `{v['run_id']}` — **{v['decision']}**",
+        "",
+        f"- Slice consumed: {consumed}",
+        f"- Champion{_version(v.get('champion_version'))}: `{champ['model']}` — "
+        f"{bar['metric']} {_num(champ['mean'])}, {champ['missing_fraction']:.2%} unscored",
+        f"- Challenger: `{chall['model']}` — {bar['metric']} {_num(chall['mean'])}, "
+        f"{chall['missing_fraction']:.2%} unscored",
+        f"- Δ = {s['delta']:+.4f}{bound_txt}; one-sided {bar['test']} p = {s['p_value']:.4g}; "
+        f"wins/losses/ties {s['wins']}/{s['losses']}/{s['ties']}",
+        f"- Bar: margin {bar['margin']:g}, α {bar['alpha']:g}, min_items {bar['min_items']}, "
+        f"max missing {bar['max_missing_fraction']:g}, non-inferiority ε "
+        f"{bar['non_inferiority_epsilon'] or 'off'} (bar {v['bar_sha256'][:12]})",
+    ]
+    if v["reasons"]:
+        lines.append("- Reasons: " + "; ".join(v["reasons"]))
+    else:
+        lines.append("- All conditions passed")
+    for warning in v.get("warnings", []):
+        lines.append(f"- Warning: {warning}")
+    if v.get("new_champion_version"):
+        desc = describe(v.get("challenger_descriptor") or {})
+        lines.append(f"- New champion: v{v['new_champion_version']} — {desc}")
+    return "\n".join(lines) + "\n"
+
+
+def approval_entry(run_id: str, at: str, version: int, descriptor: dict[str, Any]) -> str:
+    return (
+        f"## {at} — approval of run `{run_id}` — **promote**\n\n"
+        f"- New champion: v{version} — {describe(descriptor)}\n"
+    )
+
+
+def _version(version: int | None) -> str:
+    return f" (v{version})" if version else " (base, no version yet)"
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4f}"

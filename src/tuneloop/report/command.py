@@ -1,0 +1,83 @@
+"""`tuneloop compare` and `tuneloop power`: thin typer wrappers (nothing heavy imported here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def compare(
+    pre_log: Annotated[Path, typer.Argument(help="Sample-log folder of the pre arm.")],
+    post_log: Annotated[Path, typer.Argument(help="Sample-log folder of the post arm.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for delta.json, delta.md, PNGs.")],
+    confidence: Annotated[float, typer.Option(help="Confidence level of intervals.")] = 0.95,
+    n_resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 10_000,
+    permutation_resamples: Annotated[
+        int, typer.Option(help="Monte Carlo resamples when the exact test is infeasible.")
+    ] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of every resampling step.")] = 0,
+    figures: Annotated[bool, typer.Option(help="Draw passk.png and items.png.")] = True,
+) -> None:
+    """Paired delta report of two evals of the same suite items (exit 2 if incomparable)."""
+    from rich.console import Console
+
+    from tuneloop.report.compare import compare as run_compare
+
+    console = Console(stderr=True)
+    with console.status("comparing sample logs…"):
+        r = run_compare(
+            pre_log,
+            post_log,
+            out,
+            confidence=confidence,
+            n_resamples=n_resamples,
+            permutation_resamples=permutation_resamples,
+            seed=seed,
+            figures=figures,
+        )
+    lo, hi = r.delta_ci
+    typer.echo(
+        f"pre {r.pre.mean:.4f} → post {r.post.mean:.4f}: Δ = {r.delta:+.4f} "
+        f"[{lo:+.4f}, {hi:+.4f}] ({r.settings.confidence:.0%}), p two-sided = "
+        f"{r.p_two_sided:.3g}, one-sided = {r.p_greater:.3g}; {r.n_items} items"
+    )
+    typer.echo(f"wrote {out / 'delta.json'} and {out / 'delta.md'}")
+
+
+def power(
+    pilot: Annotated[
+        list[Path],
+        typer.Option(
+            "--pilot",
+            help="Pilot sample log; give two (same items) to measure the paired sd directly.",
+        ),
+    ],
+    effect: Annotated[
+        float | None, typer.Option(help="Target improvement Δ; omit to print the MDE.")
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
+    power: Annotated[float, typer.Option("--power", help="Desired power.")] = 0.8,
+    correlation: Annotated[
+        float, typer.Option(help="Assumed item correlation of the two models (one pilot).")
+    ] = 0.5,
+) -> None:
+    """Items needed to detect --effect, or the minimum detectable effect of the pilot."""
+    from tuneloop.report.compare import load_log
+    from tuneloop.report.power import plan_power
+
+    plan = plan_power([load_log(p) for p in pilot], effect, alpha, power, correlation)
+    typer.echo(
+        f"pilot: {plan.n_items} items, sd of item differences {plan.sd_diff:.4f} ({plan.source})"
+    )
+    if plan.items_needed is not None:
+        typer.echo(
+            f"items needed to detect Δ = {plan.effect:g} at two-sided α = {alpha:g} with "
+            f"power {power:g}: {plan.items_needed}"
+        )
+    else:
+        typer.echo(
+            f"minimum detectable effect with {plan.n_items} items at two-sided α = {alpha:g}, "
+            f"power {power:g}: {plan.mde:.4f}"
+        )

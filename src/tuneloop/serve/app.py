@@ -1,0 +1,374 @@
+"""The embedded OpenAI-compatible server: FastAPI routes over the batching engine.
+
+Run it:  `python -m tuneloop.serve.app MODEL_DIR --port 8000` (or `tuneloop serve MODEL_DIR`).
+Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`.
+Chat prompts are rendered with the model's chat template and decoding stops at the template's
+end-of-turn token (generation_config's eos ids). Concurrent requests share decode batches; see
+`engine.py` for what batching does and `decode.py` for what it preserves.
+
+Safety: binds loopback unless told otherwise; with `--api-key-env VAR` every /v1 route needs
+`Authorization: Bearer $VAR`; bodies over `max_body_bytes` get a 413 and `max_tokens` over the
+cap a 400; malformed JSON and invalid parameters get a 400 with an OpenAI-style error body.
+Requests naming another model get a 404, so a client cannot silently evaluate the wrong model.
+
+Process hygiene (for `lifecycle.py`): the socket is bound before the model loads, so a busy
+port fails in milliseconds (exit 3) rather than after loading; a model that fails to load exits
+4; with `--parent-pid` the server dies with its parent (PR_SET_PDEATHSIG plus a watchdog).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import os
+import random
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tuneloop.serve.protocol import (
+    ApiError,
+    ChatRequest,
+    CompletionRequest,
+    Limits,
+    decode_body,
+    parse_chat,
+    parse_completion,
+    usage,
+)
+from tuneloop.serve.rows import Row, RowResult, derive_seed
+
+if TYPE_CHECKING:
+    from tuneloop.serve.engine import Engine
+
+EXIT_BIND = 3
+EXIT_LOAD = 4
+# Seeds for requests that bring none (seeded once from the OS, not per request).
+_UNSEEDED = random.Random()
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Everything `run_server` needs besides the model folder."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    served_model_name: str | None = None
+    """Name clients put in `model`; defaults to the model folder as given."""
+    api_key: str | None = None
+    """Bearer token required on /v1 routes (read from the env var, never from argv)."""
+    max_batch_size: int = 64
+    batch_wait_ms: float = 5.0
+    limits: Limits = Limits()
+    threads: int | None = None
+    """torch intra-op threads; None picks half the cores, at most 4 (small models gain nothing
+    from more, and a busy machine loses a lot to spinning threads)."""
+    port_file: str | None = None
+    """Where to write the bound port (for port 0), for the parent that spawned us."""
+    parent_pid: int | None = None
+    """Exit when this process is no longer our parent."""
+
+
+def _error(err: ApiError) -> JSONResponse:
+    return JSONResponse(err.body(), status_code=err.status)
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refusing early once it exceeds `limit` (before reading it all)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise ApiError(
+            f"request body is {declared} bytes; the limit is {limit}",
+            status=413,
+            code="request_too_large",
+        )
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(
+                f"request body exceeds {limit} bytes", status=413, code="request_too_large"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _rows(
+    prompts: list[list[int]], req: ChatRequest | CompletionRequest, context: int | None
+) -> list[Row]:
+    """prompts × n rows; sample index k = prompt index · n + i seeds row k.
+
+    Deliberate deviation from vLLM, which refuses prompt + max_tokens > context: the length
+    is clamped to what the context leaves (finish_reason `length`), so that one eval config
+    works on toy models with tiny contexts. A prompt that fills the context is refused.
+    """
+    base = req.seed if req.seed is not None else _UNSEEDED.getrandbits(63)
+    assert req.max_tokens is not None  # filled in by parse_*
+    rows = []
+    for p, ids in enumerate(prompts):
+        if not ids:
+            raise ApiError("prompt is empty after tokenization", param="prompt")
+        room = req.max_tokens if context is None else context - len(ids)
+        if room < 1:
+            raise ApiError(
+                f"prompt is {len(ids)} tokens; the model's context is {context}",
+                param="messages" if isinstance(req, ChatRequest) else "prompt",
+                code="context_length_exceeded",
+            )
+        rows += [
+            Row(
+                prompt_ids=tuple(ids),
+                temperature=req.temperature,
+                top_p=req.top_p,
+                max_tokens=min(req.max_tokens, room),
+                seed=derive_seed(base, p * req.n + i),
+                stops=req.stop_list(),
+            )
+            for i in range(req.n)
+        ]
+    return rows
+
+
+class _Routes:
+    """Request handlers bound to one engine and one set of settings."""
+
+    def __init__(self, engine: Engine, name: str, settings: ServerSettings) -> None:
+        self.engine = engine
+        self.name = name
+        self.settings = settings
+
+    def check_auth(self, request: Request) -> None:
+        key = self.settings.api_key
+        if key is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+            raise ApiError(
+                "missing or wrong API key (Authorization: Bearer …)",
+                status=401,
+                code="invalid_api_key",
+            )
+
+    async def parse(self, request: Request, kind: str) -> ChatRequest | CompletionRequest:
+        self.check_auth(request)
+        body = decode_body(
+            await _read_body(request, self.settings.limits.max_body_bytes), self.settings.limits
+        )
+        limits = self.settings.limits
+        req = parse_chat(body, limits) if kind == "chat" else parse_completion(body, limits)
+        if req.model != self.name:
+            raise ApiError(
+                f"model {req.model!r} is not served here; this server serves {self.name!r}",
+                status=404,
+                param="model",
+                code="model_not_found",
+            )
+        return req
+
+    async def generate(
+        self, prompts: list[list[int]], req: ChatRequest | CompletionRequest
+    ) -> list[RowResult]:
+        rows = _rows(prompts, req, self.engine.context)
+        return await asyncio.wrap_future(self.engine.submit(rows))
+
+    def envelope(
+        self, kind: str, choices: list[dict[str, Any]], prompt_tokens: int, results: list[RowResult]
+    ) -> dict[str, Any]:
+        prefix, obj = (
+            ("chatcmpl", "chat.completion") if kind == "chat" else ("cmpl", "text_completion")
+        )
+        return {
+            "id": f"{prefix}-{_UNSEEDED.getrandbits(96):024x}",  # uuid4 costs a syscall
+            "object": obj,
+            "created": int(time.time()),
+            "model": self.name,
+            "choices": choices,
+            "usage": usage(prompt_tokens, sum(r.completion_tokens for r in results)),
+        }
+
+    async def chat(self, request: Request) -> dict[str, Any]:
+        req = await self.parse(request, "chat")
+        assert isinstance(req, ChatRequest)
+        messages = [{"role": m.role, "content": str(m.content)} for m in req.messages]
+        try:
+            prompt = self.engine.chat_prompt(messages)
+        except Exception as err:  # template errors are the request's (or model's) fault
+            raise ApiError(f"cannot render the chat template: {err}", param="messages") from None
+        results = await self.generate([prompt], req)
+        choices = [
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": r.text},
+                "finish_reason": r.finish_reason,
+                "logprobs": None,
+            }
+            for i, r in enumerate(results)
+        ]
+        return self.envelope("chat", choices, len(prompt), results)
+
+    async def completions(self, request: Request) -> dict[str, Any]:
+        req = await self.parse(request, "text")
+        assert isinstance(req, CompletionRequest)
+        texts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
+        prompts = [self.engine.text_prompt(t) for t in texts]
+        results = await self.generate(prompts, req)
+        choices = [
+            {"index": i, "text": r.text, "finish_reason": r.finish_reason, "logprobs": None}
+            for i, r in enumerate(results)
+        ]
+        return self.envelope("text", choices, sum(len(p) for p in prompts), results)
+
+    def models(self, request: Request) -> dict[str, Any]:
+        self.check_auth(request)
+        return {
+            "object": "list",
+            "data": [{"id": self.name, "object": "model", "created": 0, "owned_by": "tuneloop"}],
+        }
+
+
+def create_app(engine: Engine, name: str, settings: ServerSettings) -> FastAPI:
+    """The FastAPI app; the caller owns the engine's start and close."""
+    app = FastAPI(title="tuneloop embedded server", docs_url=None, redoc_url=None)
+    routes = _Routes(engine, name, settings)
+    app.state.routes = routes
+
+    async def guarded(handler: Any, request: Request) -> JSONResponse:
+        try:
+            result = handler(request)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return JSONResponse(result)
+        except ApiError as err:
+            return _error(err)
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "model": name}
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> JSONResponse:
+        return await guarded(routes.models, request)
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> JSONResponse:
+        return await guarded(routes.chat, request)
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> JSONResponse:
+        return await guarded(routes.completions, request)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(
+            ApiError(
+                str(exc.detail),
+                status=exc.status_code,
+                type="not_found_error" if exc.status_code == 404 else "invalid_request_error",
+            )
+        )
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        return _error(ApiError(f"internal error: {exc!r}", status=500, type="server_error"))
+
+    return app
+
+
+# ---- process shell ---------------------------------------------------------------------------
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Exit when `parent_pid` stops being our parent: PR_SET_PDEATHSIG where the kernel has it,
+    and a watchdog thread as well (the prctl is lost if the parent died before it was set)."""
+    from tuneloop.serve.lifecycle import set_pdeathsig
+
+    set_pdeathsig()
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tuneloop-parent-watchdog", daemon=True).start()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def _log(msg: str) -> None:
+    print(f"tuneloop-serve: {msg}", file=sys.stderr, flush=True)
+
+
+def preflight(model_dir: Path) -> None:
+    """Cheap checks before the slow imports: a readable config.json naming an architecture."""
+    try:
+        config = json.loads((model_dir / "config.json").read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{model_dir / 'config.json'}: {err}") from None
+    if not isinstance(config, dict) or "model_type" not in config:
+        raise ValueError(f"{model_dir / 'config.json'}: expected an object with 'model_type'")
+
+
+def run_server(model_dir: str, settings: ServerSettings) -> int:
+    """Bind, load, serve until SIGTERM/SIGINT. Returns the process exit status."""
+    from tuneloop.records import atomic_write_text
+
+    if settings.parent_pid is not None:
+        die_with_parent(settings.parent_pid)
+    try:
+        sock = bind(settings.host, settings.port)
+    except OSError as err:
+        _log(f"error: cannot bind {settings.host}:{settings.port}: {err.strerror or err}")
+        return EXIT_BIND
+    port = sock.getsockname()[1]
+    if settings.port_file:
+        atomic_write_text(Path(settings.port_file), f"{port}\n")
+    _log(f"loading {model_dir} (port {port})")
+    try:
+        preflight(Path(model_dir))
+        # Heavy imports only now, so that a busy port or a broken folder fails in milliseconds.
+        import torch
+
+        from tuneloop.serve.engine import load_engine
+
+        torch.set_num_threads(settings.threads or max(1, min(4, (os.cpu_count() or 1) // 2)))
+        engine = load_engine(
+            model_dir,
+            max_batch_size=settings.max_batch_size,
+            batch_wait_ms=settings.batch_wait_ms,
+        ).start()
+    except Exception as err:
+        _log(f"error: model {model_dir} failed to load: {type(err).__name__}: {err}")
+        return EXIT_LOAD
+    import uvicorn
+
+    name = settings.served_model_name or model_dir
+    app = create_app(engine, name, settings)
+    _log(f"serving {name!r} on http://{settings.host}:{port}/v1")
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        engine.close()
+    return 0
+
+
+if __name__ == "__main__":
+    from tuneloop.serve.command import main
+
+    main()

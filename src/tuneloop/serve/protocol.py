@@ -1,0 +1,217 @@
+"""The OpenAI wire format the embedded server speaks: request models, limits, error bodies.
+
+Pure: no torch, no FastAPI. `parse_chat` / `parse_completion` turn a raw request body into a
+validated request or raise `ApiError`, which the app renders as an OpenAI-style error body
+(`{"error": {"message", "type", "param", "code"}}`) with status 400 — so malformed JSON,
+unknown types or out-of-range values never reach the engine and never become a 500.
+
+Deliberate deviations from the OpenAI API: `stream`, `logprobs`, `tools`, `logit_bias`,
+`echo`, `best_of` and `suffix` are refused with a 400 rather than ignored, because silently
+dropping them would return something other than what was asked for. Unknown extra fields are
+ignored (clients send vendor extensions).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+MAX_N = 128
+"""Most samples one request may ask for (each becomes a row in a generate batch)."""
+MAX_STOP = 4
+"""OpenAI's limit on stop strings."""
+
+UNSUPPORTED = ("stream", "logprobs", "top_logprobs", "tools", "logit_bias", "echo", "best_of")
+
+
+class ApiError(Exception):
+    """A request the server refuses; rendered as an OpenAI error body."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.type = type
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.type,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+
+class Message(BaseModel):
+    """One chat turn. Content parts (lists) are accepted when they are all text."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["system", "user", "assistant", "developer"]
+    """Who speaks; `developer` is treated as `system` by most chat templates."""
+    content: str | list[dict[str, Any]]
+    """Text, or OpenAI content parts of type `text`."""
+
+    @field_validator("content")
+    @classmethod
+    def _text_only(cls, value: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+        if isinstance(value, list):
+            if not all(p.get("type") == "text" and isinstance(p.get("text"), str) for p in value):
+                raise ValueError("only text content parts are supported")
+            return "".join(p["text"] for p in value)
+        return value
+
+
+class _Sampling(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    """The served model name; requests for another name get a 404."""
+    n: int = Field(default=1, ge=1, le=MAX_N)
+    """Samples per prompt."""
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    """0 means greedy decoding."""
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    """Nucleus mass."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Completion length limit; None means the server's cap."""
+    stop: str | list[str] | None = None
+    """Up to 4 stop strings; the completion is cut before the first one."""
+    seed: int | None = None
+    """Per-request seed; sample i of the request draws from a generator seeded by (seed, i)."""
+
+    @field_validator("stop")
+    @classmethod
+    def _stops(cls, value: str | list[str] | None) -> str | list[str] | None:
+        stops = [value] if isinstance(value, str) else value or []
+        if len(stops) > MAX_STOP:
+            raise ValueError(f"at most {MAX_STOP} stop strings")
+        if any(s == "" for s in stops):
+            raise ValueError("stop strings must be non-empty")
+        return value
+
+    def stop_list(self) -> tuple[str, ...]:
+        if self.stop is None:
+            return ()
+        return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
+
+
+class ChatRequest(_Sampling):
+    """`POST /v1/chat/completions`."""
+
+    messages: list[Message] = Field(min_length=1)
+    """The conversation; rendered with the model's chat template."""
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    """Newer name for max_tokens; wins when both are given."""
+
+
+class CompletionRequest(_Sampling):
+    """`POST /v1/completions`."""
+
+    prompt: str | list[str]
+    """One raw prompt or a list of them (choices are ordered prompt-major)."""
+
+    max_tokens: int | None = Field(default=16, ge=1)
+    """OpenAI's default for text completions is 16 tokens."""
+
+    @field_validator("prompt")
+    @classmethod
+    def _nonempty(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list) and not value:
+            raise ValueError("prompt list must not be empty")
+        return value
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Server-side caps checked before a request reaches the engine."""
+
+    max_tokens_cap: int = 2048
+    max_body_bytes: int = 1 << 20
+    max_rows: int = 1024
+    """Most rows (prompts × n) one request may add to the queue."""
+
+
+def decode_body(raw: bytes, limits: Limits) -> dict[str, Any]:
+    """Parse a JSON object body, or raise `ApiError` (413 for an oversized body)."""
+    if len(raw) > limits.max_body_bytes:
+        raise ApiError(
+            f"request body is {len(raw)} bytes; the limit is {limits.max_body_bytes}",
+            status=413,
+            code="request_too_large",
+        )
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ApiError(f"request body is not valid JSON: {err}", code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise ApiError("request body must be a JSON object", code="invalid_json")
+    for key in UNSUPPORTED:
+        if body.get(key) not in (None, False, 0):
+            raise ApiError(f"{key!r} is not supported by this server", param=key)
+    return body
+
+
+def _validate(cls: type[_Sampling], body: dict[str, Any]) -> Any:
+    try:
+        return cls.model_validate(body)
+    except ValidationError as err:
+        first = err.errors()[0]
+        param = ".".join(str(p) for p in first["loc"]) or None
+        raise ApiError(f"{param}: {first['msg']}", param=param, code="invalid_value") from None
+
+
+def _check_max_tokens(req: _Sampling, limits: Limits) -> None:
+    if req.max_tokens is None:
+        req.max_tokens = limits.max_tokens_cap
+    elif req.max_tokens > limits.max_tokens_cap:
+        raise ApiError(
+            f"max_tokens {req.max_tokens} exceeds this server's cap {limits.max_tokens_cap}",
+            param="max_tokens",
+            code="invalid_value",
+        )
+
+
+def parse_chat(body: dict[str, Any], limits: Limits) -> ChatRequest:
+    """Validate a chat completion request against the schema and the server's caps."""
+    req: ChatRequest = _validate(ChatRequest, body)
+    if req.max_completion_tokens is not None:
+        req.max_tokens = req.max_completion_tokens
+    _check_max_tokens(req, limits)
+    return req
+
+
+def parse_completion(body: dict[str, Any], limits: Limits) -> CompletionRequest:
+    """Validate a text completion request against the schema and the server's caps."""
+    req: CompletionRequest = _validate(CompletionRequest, body)
+    _check_max_tokens(req, limits)
+    prompts = 1 if isinstance(req.prompt, str) else len(req.prompt)
+    if prompts * req.n > limits.max_rows:
+        raise ApiError(
+            f"{prompts} prompts × n={req.n} exceeds this server's {limits.max_rows} rows",
+            param="n",
+        )
+    return req
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }

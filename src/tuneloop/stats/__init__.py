@@ -1,0 +1,59 @@
+"""Pure statistics shared by the report and the gate (numpy + scipy; imports nothing of ours).
+
+Every function cites its method in its module docstring:
+
+- `proportions`: `wilson_interval`, `mean_item_scores`, `clustered_se` (Miller 2024)
+- `passk`: `pass_at_k` and curves (Chen et al. 2021, unbiased, stable product)
+- `paired`: `sign_test` (exact binomial), `cohens_dz`, `flip_counts`
+- `permutation`: `paired_permutation_test` (sign flips; exact, else Monte Carlo with the
+  Phipson & Smyth 2010 correction)
+- `bootstrap`: `paired_bootstrap_ci` (items resampled; percentile or BCa), `bootstrap_means`
+- `power`: `min_detectable_effect`, `items_needed` (paired differences, Miller 2024)
+- `drift`: `psi` (population stability index)
+
+Conventions: float64 throughout; "greater" always means post > pre; seeds make every
+resampling result reproducible.
+"""
+
+from tuneloop.stats.bootstrap import (
+    bca_interval,
+    bootstrap_coded_means,
+    bootstrap_means,
+    paired_bootstrap_ci,
+    percentile_interval,
+)
+from tuneloop.stats.drift import psi
+from tuneloop.stats.paired import RIGHT_THRESHOLD, FlipCounts, cohens_dz, flip_counts, sign_test
+from tuneloop.stats.passk import pass_at_k, pass_at_k_curve, pass_at_k_matrix
+from tuneloop.stats.permutation import (
+    PermutationResult,
+    paired_permutation,
+    paired_permutation_test,
+)
+from tuneloop.stats.power import items_needed, min_detectable_effect
+from tuneloop.stats.proportions import clustered_se, mean_item_scores, wilson_interval
+
+__all__ = [
+    "RIGHT_THRESHOLD",
+    "FlipCounts",
+    "PermutationResult",
+    "bca_interval",
+    "bootstrap_coded_means",
+    "bootstrap_means",
+    "clustered_se",
+    "cohens_dz",
+    "flip_counts",
+    "items_needed",
+    "mean_item_scores",
+    "min_detectable_effect",
+    "paired_bootstrap_ci",
+    "paired_permutation",
+    "paired_permutation_test",
+    "pass_at_k",
+    "pass_at_k_curve",
+    "pass_at_k_matrix",
+    "percentile_interval",
+    "psi",
+    "sign_test",
+    "wilson_interval",
+]

@@ -1,0 +1,119 @@
+"""What every training method shares: quiet libraries, model loading, LoRA and TRL arguments.
+
+Deliberate choices: TRL/transformers' own tqdm bars, wandb and every other reporter are off
+(`report_to="none"`); tuneloop draws one rich bar and writes metrics.jsonl itself. On CPU the
+model trains in float32 (`use_cpu=True`, no bf16); on a GPU in bfloat16. Checkpoints are not
+saved mid-run (runs are short; a failed run is re-run), only the final adapter.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tuneloop.train.settings import TrainSettings
+
+
+def quiet() -> None:
+    """Silence library progress bars and warnings that would interleave with ours."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("WANDB_DISABLED", "true")
+    import warnings
+
+    import datasets
+    import transformers
+
+    # transformers 5 renamed gradient_checkpointing; TRL still uses the old name internally.
+    warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")
+
+    datasets.disable_progress_bars()
+    datasets.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+
+
+def on_gpu() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def load_model(base: Path) -> Any:
+    """The base causal LM, float32 on CPU and bfloat16 on GPU."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.bfloat16 if on_gpu() else torch.float32
+    return AutoModelForCausalLM.from_pretrained(str(base), dtype=dtype)
+
+
+def load_tokenizer(base: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(base))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def lora_config(s: TrainSettings) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=s.lora_r,
+        lora_alpha=s.lora_alpha,  # type: ignore[arg-type]  # peft types int; floats work
+        lora_dropout=s.lora_dropout,
+        target_modules=s.lora_targets(),
+        task_type="CAUSAL_LM",
+    )
+
+
+def common_args(s: TrainSettings, out_dir: Path, steps: int) -> dict[str, Any]:
+    """Keyword arguments shared by every TRL config (SFTConfig, GRPOConfig, DPOConfig)."""
+    gpu = on_gpu()
+    if s.torch_threads:
+        import torch
+
+        torch.set_num_threads(s.torch_threads)
+    return {
+        "output_dir": str(out_dir),
+        "max_steps": steps,
+        "learning_rate": s.learning_rate,
+        "lr_scheduler_type": s.lr_scheduler,
+        "warmup_steps": s.warmup_ratio,
+        "seed": s.seed,
+        "data_seed": s.seed,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": "none",
+        "disable_tqdm": True,
+        "use_cpu": not gpu,
+        "bf16": gpu,
+        "gradient_accumulation_steps": 1,
+        "dataloader_num_workers": 0,
+        "ddp_find_unused_parameters": False,
+        **s.extra,
+    }
+
+
+def per_device(total: int, nproc: int, what: str) -> int:
+    """Split a global batch over processes; InputError if it does not divide."""
+    from tuneloop.errors import InputError
+
+    if total % nproc:
+        raise InputError(f"{what} ({total}) must be divisible by nproc ({nproc})")
+    return total // nproc
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def without_printer(trainer: Any) -> Any:
+    """Drop transformers' PrinterCallback (it prints every log dict; we have metrics.jsonl)."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    return trainer

@@ -1,0 +1,85 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tuneloop.data.scrub import Scrubber, ScrubRules
+from tuneloop.data.trace import Message, Trace
+
+SECRETS = [
+    "sk-proj-abcDEF0123456789ghiJKL0123",
+    "sk-ant-api03-FAKEfakeFAKEfake0123",
+    "sk-0123456789abcdefABCDEF",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123",
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+    "AKIAIOSFODNN7EXAMPLE",
+    "xoxb-1234567890-abcdefghij",
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+    "-----END OPENSSH PRIVATE KEY-----",
+]
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+def test_secrets_are_replaced(secret):
+    s = Scrubber()
+    out = s.text(f"config: {secret} end")
+    assert secret not in out and out == "config: <SECRET> end"
+    assert s.counts == {"secret": 1}
+
+
+def test_bearer_email_ip_and_counts():
+    s = Scrubber()
+    out = s.text(
+        "Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9.sig mail a.b+c@mail.example.org from "
+        "192.168.0.1 or 2001:db8::8a2e:370:7334"
+    )
+    assert out == "Authorization: Bearer <SECRET> mail <EMAIL> from <IP> or <IP>"
+    assert s.counts == {"secret": 1, "email": 1, "ip": 2}
+
+
+@pytest.mark.parametrize(
+    "text", ["What is 37 + 45?", "version 1.2.3", "999.1.1.1", "12:30", "a@b", "sk-short"]
+)
+def test_ordinary_text_is_left_alone(text):
+    s = Scrubber()
+    assert s.text(text) == text and not s.counts
+
+
+def test_rules_are_configurable():
+    s = Scrubber(
+        ScrubRules(
+            emails=False, ips=False, replacement="[{kind}]", extra_patterns={"phone": r"\+\d{11}"}
+        )
+    )
+    assert s.text("x@example.com 10.0.0.1 +15551234567") == "x@example.com 10.0.0.1 [PHONE]"
+
+
+def test_trace_scrub_covers_every_text_field():
+    t = Trace(
+        source="s",
+        source_id="id-a@b.com",
+        source_file="f",
+        source_lines=[1],
+        messages=[
+            Message(
+                role="assistant", content="k sk-ant-api03-0123456789abcdef", reasoning="ip 8.8.8.8"
+            )
+        ],
+        metadata={"note": ["ghp_abcdefghijklmnopqrstuvwxyz0123"]},
+    )
+    clean = Scrubber().trace(t).model_dump_json()
+    for leaked in ("sk-ant", "8.8.8.8", "ghp_", "a@b.com"):
+        assert leaked not in clean
+
+
+@given(st.text(alphabet="abcdefXYZ0123456789 +-_?.", max_size=40))
+def test_secret_never_survives_in_any_context(prefix):
+    out = Scrubber().text(prefix + " sk-proj-TUNELOOPfake0000KEY1111notreal2222 " + prefix)
+    assert "TUNELOOPfake" not in out
+
+
+def test_a_reject_excerpt_never_cuts_a_key_short():
+    from tuneloop.data.ingest.base import EXCERPT_CHARS, cut
+
+    key = "sk-proj-TUNELOOPfake0000KEY1111notreal2222"
+    line = "x" * (EXCERPT_CHARS - 12) + " " + key + ' "more"'
+    assert Scrubber().text(cut(line)).endswith("<SECRET>")
