@@ -25,7 +25,7 @@ from typing import Any
 from rich.console import Console
 
 from tuneloop.config import LoopConfig
-from tuneloop.errors import InputError, PhaseFailed
+from tuneloop.errors import InputError, PhaseFailed, TuneloopError
 from tuneloop.loop.phases import PHASE_NAMES, PHASES, Phase, PhaseContext
 from tuneloop.loop.state import (
     PhaseRecord,
@@ -42,8 +42,10 @@ from tuneloop.records import canonical_json, sha256_bytes, sha256_path, write_re
 console = Console(stderr=True)
 
 
-class Interrupted(Exception):
-    """SIGTERM or Ctrl-C: unwind so that servers are torn down and state is saved."""
+class Interrupted(TuneloopError):
+    """SIGTERM: unwind so that servers are torn down and state is saved. Exit status 143."""
+
+    exit_code = 143
 
 
 @dataclass
@@ -231,7 +233,9 @@ class Runner:
             rec.ended_at = now_iso()
             rec.notes = _jsonable(ctx.notes)
             self._record(rec)
-            if isinstance(err, PhaseFailed | InputError | Interrupted | KeyboardInterrupt):
+            if isinstance(err, InputError):
+                raise InputError(f"phase {phase.name!r}: {err}") from None
+            if isinstance(err, PhaseFailed | Interrupted | KeyboardInterrupt):
                 raise
             raise PhaseFailed(rec.error) from err
         rec.duration_s = time.perf_counter() - t0
