@@ -1,9 +1,9 @@
 """Train the embedded default model from scratch: a ~1 M-parameter Qwen2 half-good at arithmetic.
 
 Run: `python examples/arith/build_model.py [--steps N] [--out DIR]` (then
-`python examples/arith/measure.py --write-card`). Takes a few CPU minutes and writes `model/`
-(config, safetensors weights, generation config, tokenizer with chat template) and
-`model/build_info.json` (steps, loss, wall and CPU time, seeds), swapping the folder in whole.
+`python examples/arith/measure.py --write-card`). Takes ~10 CPU-minutes (one thread) and
+writes `model/` (config, safetensors weights, generation config, tokenizer with chat template)
+and `model/build_info.json` (steps, loss, wall and CPU time, seeds), swapping the folder in.
 
 What it trains on: chat-rendered problems from `make_data.pretraining_stream`, which shares the
 suite's distribution but none of its problems (the suite file on disk is the exclusion list).
@@ -53,7 +53,7 @@ DIGIT_WEIGHTS = {1: 1.0, 2: 3.0, 3: 2.0}
 """Pretraining mix by digit count: 1-digit problems are few and learned early, so most of the
 budget goes to the carries and borrows of 2- and 3-digit ones."""
 
-ARCH = {
+ARCH: dict[str, Any] = {
     "hidden_size": 128,
     "intermediate_size": 512,
     "num_hidden_layers": 4,

@@ -94,7 +94,7 @@ def wrap(tok: Tokenizer) -> Any:
         chat_template=CHAT_TEMPLATE,
         padding_side="left",
         clean_up_tokenization_spaces=False,
-        model_max_length=64,
+        model_max_length=128,  # = max_position_embeddings
     )
 
 

@@ -102,16 +102,10 @@ def card_text(
     table = "\n".join(
         f"| {tag} | {counts[tag]} | {100 * acc[tag]:.1f}% |" for tag in sorted(acc, key=_tag_order)
     )
-    arch = ", ".join(
-        f"{k}={config[k]}"
-        for k in (
-            "hidden_size",
-            "intermediate_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "vocab_size",
-            "tie_word_embeddings",
-        )
+    arch = (
+        f"{config['num_hidden_layers']} layers, hidden {config['hidden_size']}, "
+        f"MLP {config['intermediate_size']}, {config['num_attention_heads']} heads, "
+        f"vocab {config['vocab_size']}, tied embeddings: {config['tie_word_embeddings']}"
     )
     return CARD.format(
         params=info["parameters"],
@@ -142,7 +136,8 @@ A tiny `Qwen2ForCausalLM` trained from scratch on CPU to *partial* competence at
 addition and subtraction, so that the tuneloop demo has room to show a measured gain.
 Not a useful model for anything else.
 
-- **Architecture:** Qwen2, {arch}; **{params:,} parameters**; float32 safetensors.
+- **Architecture:** Qwen2 ({arch}); **{params:,} parameters**;
+  float32 safetensors.
 - **Tokenizer:** byte-level BPE (no `unk` possible), digits always single tokens, special
   tokens `<|endoftext|>` (pad), `<|im_start|>`, `<|im_end|>` (eos); ChatML chat template
   without a system message, every turn ending with `<|im_end|>`.
@@ -152,7 +147,7 @@ Not a useful model for anything else.
 - **Training:** {steps} AdamW steps of batch {batch}, peak lr {lr}, linear warmup then
   inverse-square-root decay; mean loss over the last 50 steps {loss:.3f}.
 - **Build time:** {seconds} s wall, {cpu_seconds} s CPU on the machine that built it
-  ({threads} torch thread(s), torch {torch}); wall time depends on what else that machine was
+  (torch threads: {threads}, torch {torch}); wall time depends on what else that machine was
   running, CPU time much less.
 - **Determinism:** fixed seeds, fixed thread count, `torch.use_deterministic_algorithms(True)`,
   eager attention: rebuilding on the same machine and torch build gives bit-identical weights.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -26,7 +27,7 @@ def test_config_loads_and_parameter_count_is_1_to_3_million(model_dir):
     config = transformers.AutoConfig.from_pretrained(model_dir)
     assert config.model_type == "qwen2"
     with safe_open(str(model_dir / "model.safetensors"), framework="pt") as f:
-        count = sum(f.get_slice(k).get_shape().numel() for k in f.keys())  # noqa: SIM118
+        count = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())  # noqa: SIM118
     info = json.loads((model_dir / "build_info.json").read_text())
     assert count == info["parameters"]  # tied lm_head: stored (and counted) once
     assert 1_000_000 <= count <= 3_000_000
