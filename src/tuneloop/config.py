@@ -193,6 +193,10 @@ class TrainConfig(Section):
     grpo: GrpoConfig = GrpoConfig()
     sft_warmup_steps: int = Field(default=0, ge=0)
     """GRPO: SFT-on-references warm-up steps on the same adapter before GRPO (0 = none)."""
+    sft_warmup_batch_size: int | None = Field(default=None, gt=0)
+    """Rows per warm-up SFT step; None uses batch_size."""
+    sft_warmup_learning_rate: float | None = Field(default=None, gt=0)
+    """Warm-up SFT learning rate; None uses learning_rate."""
     torch_threads: int | None = Field(default=None, gt=0)
     """CPU threads for torch during training; None keeps torch's default (1 suits a shared box)."""
     dpo_beta: float = Field(default=0.1, gt=0)

@@ -212,3 +212,17 @@ def item_prompt_text(item: SuiteItem | dict[str, Any]) -> str:
         for m in messages or []
         if isinstance(m, dict) and m.get("role") == "user"
     )
+
+
+def parse_slice_fractions(text: str, option: str = "--slices") -> dict[str, float]:
+    """`dev=0.5,gate=0.5` → {"dev": 0.5, "gate": 0.5}; errors name the command-line option."""
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise InputError(f"{option}: expected NAME=FRACTION[,NAME=FRACTION…] (got {part!r})")
+    return out

@@ -7,8 +7,9 @@ import typer
 from typer.testing import CliRunner
 
 from tuneloop.errors import InputError
-from tuneloop.evaluate.command import evaluate, parse_slices
+from tuneloop.evaluate.command import evaluate
 from tuneloop.samplelog import load_sample_log
+from tuneloop.suite import parse_slice_fractions as parse_slices
 
 
 def app() -> typer.Typer:

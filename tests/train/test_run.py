@@ -79,3 +79,14 @@ def test_grpo_under_torchrun_two_processes(tiny_model: Path, prompts: Path, tmp_
     assert rec.nproc == 2
     rows = (out / "metrics.jsonl").read_text().splitlines()
     assert len(rows) == 2  # only rank 0 logs
+
+
+def test_grpo_with_sft_warmup_logs_both_phases(
+    tiny_model: Path, prompts: Path, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    s = replace(TINY, sft_warmup_steps=2, sft_warmup_batch_size=4)
+    out = train("grpo", tiny_model, prompts, tmp_path / "w", s, progress=False)
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["phase"] for r in rows] == ["sft_warmup"] * 2 + ["grpo"] * 2

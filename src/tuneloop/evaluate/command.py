@@ -15,20 +15,7 @@ from pathlib import Path
 import typer
 
 from tuneloop.errors import InputError
-
-
-def parse_slices(text: str) -> dict[str, float]:
-    """`dev=0.5,gate=0.5` → {"dev": 0.5, "gate": 0.5}."""
-    out: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = part.partition("=")
-        try:
-            out[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not name.strip():
-            raise InputError(f"--slices: expected NAME=FRACTION[,NAME=FRACTION…] (got {part!r})")
-    return out
+from tuneloop.suite import parse_slice_fractions
 
 
 def evaluate(
@@ -78,7 +65,7 @@ def evaluate(
         out,
         settings,
         slice_name=slice_name,
-        slices=parse_slices(slices),
+        slices=parse_slice_fractions(slices),
         stratify_by_tag=stratify_by_tag,
         default_scorer=default_scorer,
         api_key=api_key,

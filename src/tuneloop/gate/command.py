@@ -22,6 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from tuneloop.errors import InputError
+from tuneloop.suite import parse_slice_fractions
 
 EXIT = {"promote": 0, "reject": 1, "awaiting_approval": 3}
 DEFAULT_LEDGER = Path("ledger.db")
@@ -69,7 +70,9 @@ def gate(
                 f"{log}: evaluated on suite revision {summary.suite_revision[:12]}, but "
                 f"{suite} is revision {the_suite.revision[:12]}"
             )
-    ids = slice_ids(the_suite, parse_fractions(slices), slice_name, stratify_by_tag=stratify_by_tag)
+    ids = slice_ids(
+        the_suite, parse_slice_fractions(slices), slice_name, stratify_by_tag=stratify_by_tag
+    )
     run = run_id or f"gate-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
     verdict = adjudicate(
         champion,
@@ -88,20 +91,6 @@ def gate(
     )
     print_verdict(verdict.to_json())
     raise typer.Exit(EXIT[verdict.decision])
-
-
-def parse_fractions(text: str) -> dict[str, float]:
-    """`dev=0.5,gate=0.5` → {"dev": 0.5, "gate": 0.5}; errors name the --slices option."""
-    out: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = part.partition("=")
-        try:
-            out[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not name.strip():
-            raise InputError(f"--slices: expected NAME=FRACTION[,NAME=FRACTION…], got {part!r}")
-    return out
 
 
 def _mtime(path: Path) -> str:

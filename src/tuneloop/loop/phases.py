@@ -169,6 +169,9 @@ def run_train(ctx: PhaseContext) -> None:
         temperature=t.grpo.temperature,
         reward_scorer=t.grpo.scorer,
         sft_warmup_steps=t.sft_warmup_steps,
+        sft_warmup_batch_size=t.sft_warmup_batch_size,
+        sft_warmup_learning_rate=t.sft_warmup_learning_rate,
+        torch_threads=t.torch_threads,
         dpo_beta=t.dpo_beta,
     )
     train(

@@ -12,6 +12,7 @@ yields groups with zero reward spread and so no GRPO signal at all.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +76,16 @@ def train_grpo(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **k
     progress = kw.get("progress", True)
     peft = True
     if s.sft_warmup_steps > 0:
+        warm_settings = replace(
+            s,
+            batch_size=s.sft_warmup_batch_size or s.batch_size,
+            learning_rate=s.sft_warmup_learning_rate or s.learning_rate,
+        )
         warm = build_sft_trainer(
             model,
             tokenizer,
             sft_rows(rows),
-            s,
+            warm_settings,
             out_dir=out_dir,
             nproc=kw.get("nproc", 1),
             steps=s.sft_warmup_steps,

@@ -36,6 +36,10 @@ class TrainSettings:
     """GRPO reward scorer; None uses each row's `scorer` field or the default scorer."""
     sft_warmup_steps: int = 0
     """GRPO only: SFT-on-references steps on the same adapter before GRPO starts (0 = none)."""
+    sft_warmup_batch_size: int | None = None
+    """Rows per warm-up SFT step; None uses `batch_size`."""
+    sft_warmup_learning_rate: float | None = None
+    """Warm-up SFT learning rate; None uses `learning_rate`."""
     dpo_beta: float = 0.1
     max_length: int = 512
     """SFT/DPO: longest tokenized row; longer rows are truncated."""
