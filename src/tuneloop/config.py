@@ -272,8 +272,6 @@ class LoopConfig(Section):
     """Folder for this run's phases and state."""
     base_model: ConfigPath
     """The champion / base checkpoint (a Hugging Face folder)."""
-    seed: int = 0
-    """Master seed recorded with the run."""
     serve: ServeConfig = ServeConfig()
     suite: SuiteConfig
     eval: EvalConfig = EvalConfig()

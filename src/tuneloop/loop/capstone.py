@@ -86,7 +86,8 @@ def _result(up: dict[str, Path]) -> list[str]:
         f"| {d['post']['missing']} / {d['post']['harness_error']} |",
         "",
         f"- Paired Δ = **{_pp(d['delta'])}** (bootstrap {int(100 * d['settings']['confidence'])}% "
-        f"CI {_pp(lo)} to {_pp(hi)}), n = {d['n_items']} items",
+        f"CI {_pp(lo)} to {_pp(hi)}, {d['settings']['n_resamples']} resamples, seed "
+        f"{d['settings']['seed']}), n = {d['n_items']} items",
         f"- Paired permutation p (two-sided) = {d['p_two_sided']:.3g}; one-sided (post > pre) "
         f"= {d['p_greater']:.3g} ({d['permutation_method']})",
         f"- Exact sign test on changed items: {d['sign_wins']} up, {d['sign_losses']} down, "
@@ -130,7 +131,8 @@ def _timings(workdir: Path) -> list[str]:
         dur = rec.get("duration_s")
         total += dur or 0.0
         shown = f"{dur:.1f}" if dur is not None else "—"
-        lines.append(f"| {name} | {rec['status']} | {shown} |")
+        status = "writing this report" if name == "capstone" else rec["status"]
+        lines.append(f"| {name} | {status} | {shown} |")
     return [*lines, f"| total phase work | | {total:.1f} |", ""]
 
 

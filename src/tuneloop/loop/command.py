@@ -26,7 +26,8 @@ def run(
     """Run every phase of loop.yaml in order; finished phases are skipped on re-run.
 
     Exit status: 0 the challenger was promoted (or the loop finished with the gate off),
-    1 the gate rejected it, 2 a usage or input error, 3 a phase failed (the loop stopped there).
+    1 the gate rejected it or it awaits approval, 2 a usage or input error, 3 a phase failed
+    (the loop stopped there).
     """
     from rich.console import Console
     from rich.table import Table
@@ -51,4 +52,4 @@ def run(
         typer.echo(f"error: {err}", err=True)
         typer.echo(f"state: {cfg.workdir / 'state.json'}", err=True)
         raise typer.Exit(3) from None
-    raise typer.Exit(print_outcome(cfg, state, runner.wall_s))
+    raise typer.Exit(print_outcome(cfg, state, runner.wall_s, runner.phase_time))

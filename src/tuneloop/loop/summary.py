@@ -9,12 +9,20 @@ from tuneloop.loop.state import RunState
 from tuneloop.records import read_json
 
 
-def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float) -> int:
-    """Print the verdict and where to look; return the exit status (0 promote, 1 reject)."""
+def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: float) -> int:
+    """Print the verdict and where to look; return the exit status (0 promote, 1 otherwise).
+
+    `phase_s` is the time spent inside phases run by this invocation; the rest of `wall_s`
+    is orchestration (hashing inputs and outputs, state writes, skips).
+    """
     console = Console()
     work = sum(r.duration_s or 0.0 for r in state.phases.values() if r.status == "done")
-    ran = [r for r in state.phases.values() if r.status == "done" and r.duration_s]
-    console.print(f"run {state.run_id}: {len(ran)} phases recorded; this invocation {wall_s:.1f}s")
+    overhead = wall_s - phase_s
+    share = f" ({100 * overhead / wall_s:.1f}%)" if wall_s > 0 else ""
+    console.print(
+        f"run {state.run_id}: this invocation {wall_s:.1f}s, of which phase work {phase_s:.1f}s "
+        f"and orchestration {overhead:.1f}s{share}"
+    )
     report = cfg.workdir / "capstone" / "report.md"
     if report.exists():
         console.print(f"report: {report}")
