@@ -53,7 +53,7 @@ def test_reproduce_config_points_at_copies(archived: Path) -> None:
     cfg = yaml.safe_load((archived / "inputs" / "loop.yaml").read_text())
     assert cfg["base_model"] == "base_model"
     assert cfg["suite"]["path"] == "suite.jsonl"
-    assert cfg["workdir"] == "../reproduce/work"
+    assert cfg["workdir"] == "../../reproduce/r1/work"
 
 
 def _all_files(root: Path) -> list[Path]:

@@ -12,8 +12,9 @@ anywhere — an artifact, the manifest, or that file — fails `tuneloop archive
 The copy is made in a temporary folder beside the target and renamed into place, so an
 archive either exists whole or not at all.
 
-Reproduce a run: `tuneloop run ARCHIVE/inputs/loop.yaml` (it writes into
-`ARCHIVE/reproduce/`), then compare `reproduce/work/report/delta.json` with the archived one.
+Reproduce a run: `tuneloop run ROOT/RUN/inputs/loop.yaml` writes into
+`ROOT/reproduce/RUN/` (outside the archived folder), then compare its
+`work/report/delta.json` with `ROOT/RUN/run/report/delta.json`.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ MANIFEST = "manifest.json"
 MANIFEST_HASH = "MANIFEST.sha256"
 
 
-def _copy_inputs(cfg: LoopConfig, dest: Path) -> dict[str, Any]:
+def _copy_inputs(cfg: LoopConfig, dest: Path, run_name: str) -> dict[str, Any]:
     """Copy what a re-run needs; return the config overrides pointing at the copies."""
     dest.mkdir(parents=True)
     new: dict[str, Any] = cfg.model_dump(mode="json")
@@ -61,9 +62,11 @@ def _copy_inputs(cfg: LoopConfig, dest: Path) -> dict[str, Any]:
         new["base_model"] = "base_model"
     else:
         external["base_model"] = {"path": str(cfg.base_model), "size_mb": round(size_mb, 1)}
-    new["workdir"] = "../reproduce/work"
-    new["archive"]["root"] = "../reproduce/archive"
-    new["gate"]["ledger"] = "../reproduce/ledger.db"
+    # outside the archived run's folder, so that reproducing never touches what verify checks
+    again = f"../../reproduce/{run_name}"
+    new["workdir"] = f"{again}/work"
+    new["archive"]["root"] = f"{again}/archive"
+    new["gate"]["ledger"] = f"{again}/ledger.db"
     atomic_write_text(dest / "loop.yaml", yaml.safe_dump(new, sort_keys=False))
     return external
 
@@ -93,7 +96,7 @@ def archive_run(workdir: Path, target: Path, cfg: LoopConfig) -> str:
     tmp = target.with_name(f".{target.name}.partial")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(workdir, tmp / "run", ignore=shutil.ignore_patterns(".lock", "archive"))
-    external = _copy_inputs(cfg, tmp / "inputs")
+    external = _copy_inputs(cfg, tmp / "inputs", target.name)
     state = read_json(workdir / "state.json")
     manifest = {
         "schema": "tuneloop.manifest/1",
