@@ -8,6 +8,8 @@ readers count them as failures (score 0) in the denominator and report how many 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -130,3 +132,47 @@ def load_sample_log(folder: Path) -> tuple[EvalSummary, list[SampleRow]]:
             )
         rows[(row.item_id, row.sample_index)] = row
     return summary, list(rows.values())
+
+
+@dataclass(frozen=True)
+class ScoreGrid:
+    """A log's rows laid out as items × samples (the shape every statistic starts from)."""
+
+    values: Any
+    """float64 array: `SampleRow.value` (missing and errors count as 0)."""
+    ok: Any
+    """bool array: scored from a real completion."""
+    tags: tuple[tuple[str, ...], ...]
+    """Each item's tags, from its rows."""
+    status: dict[str, int]
+    """Rows by status; keys never written count as `missing`."""
+
+
+def score_grid(
+    rows: list[SampleRow], item_ids: Sequence[str], n_samples: int, where: str
+) -> ScoreGrid:
+    """Lay rows out on `item_ids` × `n_samples`; rows of other items are ignored."""
+    import numpy as np
+
+    index = {item: i for i, item in enumerate(item_ids)}
+    values = np.zeros((len(item_ids), n_samples), dtype=np.float64)
+    written = np.zeros((len(item_ids), n_samples), dtype=bool)
+    ok = np.zeros((len(item_ids), n_samples), dtype=bool)
+    tags: list[tuple[str, ...]] = [()] * len(item_ids)
+    status = {"ok": 0, "missing": 0, "harness_error": 0}
+    for row in rows:
+        i = index.get(row.item_id)
+        if i is None:
+            continue
+        if not 0 <= row.sample_index < n_samples:
+            raise InputError(
+                f"{where}: item {row.item_id!r} has sample_index {row.sample_index}, outside "
+                f"0..{n_samples - 1} (sampling.n_samples in summary.json)"
+            )
+        tags[i] = tuple(row.tags) or tags[i]
+        values[i, row.sample_index] = row.value
+        written[i, row.sample_index] = True
+        ok[i, row.sample_index] = row.status == "ok" and row.score is not None
+        status[row.status] += 1
+    status["missing"] += int((~written).sum())
+    return ScoreGrid(values=values, ok=ok, tags=tuple(tags), status=status)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from tuneloop.errors import InputError
-from tuneloop.samplelog import EvalSummary, SampleRow, load_sample_log
+from tuneloop.samplelog import EvalSummary, SampleRow, load_sample_log, score_grid
 
 SAMPLING_FIELDS = ("n_samples", "temperature", "top_p", "max_tokens", "seed")
 
@@ -86,22 +86,5 @@ def _align(log: Path, summary: EvalSummary, rows: list[SampleRow], item_ids: Seq
             f"{log}: {len(absent)} of the slice's {len(item_ids)} items were not evaluated "
             f"({shown}); evaluate the slice with `tuneloop eval`"
         )
-    n_samples = summary.sampling.n_samples
-    index = {item: i for i, item in enumerate(item_ids)}
-    scores = np.zeros((len(item_ids), n_samples))
-    scored = np.zeros((len(item_ids), n_samples), dtype=bool)
-    tags: list[tuple[str, ...]] = [()] * len(item_ids)
-    for row in rows:
-        i = index.get(row.item_id)
-        if i is None:
-            continue
-        if not 0 <= row.sample_index < n_samples:
-            raise InputError(
-                f"{log}: item {row.item_id!r} has sample_index {row.sample_index}, outside "
-                f"0..{n_samples - 1} (n_samples in summary.json)"
-            )
-        tags[i] = tuple(row.tags) or tags[i]
-        if row.status == "ok" and row.score is not None:
-            scores[i, row.sample_index] = row.value
-            scored[i, row.sample_index] = True
-    return Arm(log, summary, scores, int((~scored).sum()), tuple(tags))
+    grid = score_grid(rows, item_ids, summary.sampling.n_samples, str(log))
+    return Arm(log, summary, grid.values, int((~grid.ok).sum()), grid.tags)

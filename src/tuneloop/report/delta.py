@@ -35,7 +35,7 @@ from tuneloop.report.record import (
     PassKCurves,
     TagDelta,
 )
-from tuneloop.samplelog import EvalSummary, SampleRow
+from tuneloop.samplelog import EvalSummary, SampleRow, score_grid
 
 Log = tuple[EvalSummary, list[SampleRow]]
 CORRECT_THRESHOLD = 0.5
@@ -100,25 +100,8 @@ def check_comparable(pre: EvalSummary, post: EvalSummary, labels: tuple[str, str
 
 
 def _arm(summary: EvalSummary, rows: list[SampleRow], ids: list[str], label: str) -> Arm:
-    n = summary.sampling.n_samples
-    where = {item: i for i, item in enumerate(ids)}
-    values = np.zeros((len(ids), n), dtype=np.float64)
-    seen = np.zeros((len(ids), n), dtype=bool)
-    status = {"ok": 0, "missing": 0, "harness_error": 0}
-    for row in rows:
-        i = where.get(row.item_id)
-        if i is None:
-            continue
-        if not 0 <= row.sample_index < n:
-            raise InputError(
-                f"{label}: item {row.item_id!r} has sample_index {row.sample_index}, expected "
-                f"0..{n - 1} (sampling.n_samples = {n})"
-            )
-        values[i, row.sample_index] = row.value
-        seen[i, row.sample_index] = True
-        status[row.status] += 1
-    status["missing"] += int((~seen).sum())  # never written: counts as missing
-    return Arm(model=summary.model, values=values, status=status)
+    grid = score_grid(rows, ids, summary.sampling.n_samples, label)
+    return Arm(model=summary.model, values=grid.values, status=grid.status)
 
 
 def align(
