@@ -14,12 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tuneloop.config import ConfigPath
-from tuneloop.errors import InputError
-from tuneloop.registry import did_you_mean
+from tuneloop.config import ConfigPath, load_yaml_model
 
 Band = Literal["hard", "medium", "easy", "unknown"]
 
@@ -130,71 +127,4 @@ class CorpusConfig(_Section):
 
 def load_corpus_config(path: Path) -> CorpusConfig:
     """Read and validate a corpus.yaml; raise InputError listing every error with its path."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        node, data = yaml.compose(text), yaml.safe_load(text)
-    except FileNotFoundError:
-        raise InputError(f"{path}: corpus config not found") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise InputError(f"{where}: invalid YAML: {getattr(err, 'problem', err)}") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: expected a mapping at the top level")
-    try:
-        return CorpusConfig.model_validate(data, context={"base_dir": path.parent.resolve()})
-    except ValidationError as err:
-        lines = _line_map(node)
-        msgs = [_format(e, lines) for e in err.errors()]
-        raise InputError(f"{path}: {len(msgs)} error(s)\n  " + "\n  ".join(msgs)) from None
-
-
-def _line_map(node: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
-    out: dict[tuple[str, ...], int] = {}
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = (*prefix, str(key_node.value))
-            out[key] = key_node.start_mark.line + 1
-            out.update(_line_map(value_node, key))
-    elif isinstance(node, yaml.SequenceNode):
-        for i, value_node in enumerate(node.value):
-            out[(*prefix, str(i))] = value_node.start_mark.line + 1
-            out.update(_line_map(value_node, (*prefix, str(i))))
-    return out
-
-
-def _model_at(loc: tuple[str, ...]) -> type[BaseModel] | None:
-    model: type[BaseModel] = CorpusConfig
-    for part in loc:
-        if part.isdigit():
-            continue
-        field = model.model_fields.get(part)
-        ann = field.annotation if field else None
-        args = getattr(ann, "__args__", ())
-        inner = next(
-            (a for a in (ann, *args) if isinstance(a, type) and issubclass(a, BaseModel)), None
-        )
-        if inner is None:
-            return None
-        model = inner
-    return model
-
-
-def _format(e: Any, lines: dict[tuple[str, ...], int]) -> str:
-    loc = tuple(str(p) for p in e["loc"] if not str(p).startswith("function-"))
-    dotted = ".".join(loc) or "(top level)"
-    line = lines.get(loc)
-    where = f"{dotted} (line {line})" if line else dotted
-    if e["type"] == "extra_forbidden":
-        parent = _model_at(loc[:-1])
-        hint = did_you_mean(loc[-1], parent.model_fields) if parent else ""
-        return f"{where}: unknown key{hint}"
-    if e["type"] == "missing":
-        return f"{where}: required key is missing"
-    got = e.get("input")
-    return (
-        f"{where}: {e['msg']} (got {got!r})"
-        if not isinstance(got, (dict, list))
-        else f"{where}: {e['msg']}"
-    )
+    return load_yaml_model(path, CorpusConfig, "corpus config")

@@ -20,13 +20,11 @@ which bar it was judged against.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from tuneloop.config import read_yaml
 from tuneloop.errors import InputError
 from tuneloop.records import canonical_json, sha256_bytes
 from tuneloop.registry import did_you_mean
@@ -124,21 +122,5 @@ def bar_from_mapping(data: dict[str, Any], where: str) -> Bar:
 
 def load_bar(path: Path) -> Bar:
     """Read a bar file (YAML or JSON; JSON is YAML) with the keys of `Bar`."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: bar file not found") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}:{err.lineno}: invalid JSON in the bar file: {err.msg}") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise InputError(f"{where}: invalid YAML in the bar file: {err}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: expected a mapping of bar keys ({', '.join(FIELDS)})")
+    data, _ = read_yaml(path, "bar file")
     return bar_from_mapping(data, str(path))

@@ -1,33 +1,22 @@
-"""`loop.yaml`: one pydantic model per phase, every error reported at once with its YAML path.
-
-`load_config(path, overrides)` reads the YAML, applies dotted command-line overrides
-(`train.steps=50`), resolves relative paths against the YAML file's folder, and validates.
-Every problem is collected and raised together as one `InputError`, each line naming the YAML
-path (and line, where the key exists in the file) and what was expected; unknown keys get
-"did you mean …". Nothing is written while loading.
+"""The models of `loop.yaml`: one pydantic section per phase, a docstring under each field.
 
 Phase code never receives these models: the loop unpacks them into plain typed arguments.
+Loading (overrides, path resolution, every error at once) lives in `tuneloop.config.load`.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     model_validator,
 )
-
-from tuneloop.errors import InputError
-from tuneloop.registry import did_you_mean
 
 
 def _resolve(value: Path | None, info: ValidationInfo) -> Path | None:
@@ -281,134 +270,3 @@ class LoopConfig(Section):
     report: ReportConfig = ReportConfig()
     gate: GateConfig = GateConfig()
     archive: ArchiveConfig = ArchiveConfig()
-
-
-# ---- loading ---------------------------------------------------------------------------------
-
-
-def load_config(path: Path, overrides: list[str] | None = None) -> LoopConfig:
-    """Read, override, resolve and validate a loop.yaml; raise InputError with every error."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: config file not found") from None
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise InputError(f"{where}: invalid YAML: {getattr(err, 'problem', err)}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: expected a mapping at the top level")
-    errors: list[str] = []
-    for item in overrides or []:
-        try:
-            apply_override(data, item)
-        except ValueError as err:
-            errors.append(f"override {item!r}: {err}")
-    lines = _line_map(node)
-    try:
-        cfg = LoopConfig.model_validate(data, context={"base_dir": path.parent.resolve()})
-    except ValidationError as err:
-        errors.extend(_format_error(e, lines, path) for e in err.errors())
-        cfg = None
-    if errors:
-        raise InputError(f"{path}: {len(errors)} error(s)\n  " + "\n  ".join(errors))
-    assert cfg is not None
-    return cfg
-
-
-def apply_override(data: dict[str, Any], item: str) -> None:
-    """Apply `a.b.c=value` (value parsed as YAML) to a nested dict in place."""
-    key, sep, raw = item.partition("=")
-    if not sep or not key:
-        raise ValueError("expected KEY=VALUE with a dotted key, e.g. train.steps=50")
-    parts = key.split(".")
-    target = data
-    for part in parts[:-1]:
-        nxt = target.setdefault(part, {})
-        if not isinstance(nxt, dict):
-            raise ValueError(f"{part!r} is not a section")
-        target = nxt
-    target[parts[-1]] = yaml.safe_load(raw) if raw else ""
-
-
-def _line_map(node: yaml.Node | None, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
-    out: dict[tuple[str, ...], int] = {}
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = (*prefix, str(key_node.value))
-            out[key] = key_node.start_mark.line + 1
-            out.update(_line_map(value_node, key))
-    return out
-
-
-def _model_at(loc: tuple[str, ...]) -> type[BaseModel] | None:
-    model: type[BaseModel] = LoopConfig
-    for part in loc:
-        field = model.model_fields.get(part)
-        ann = field.annotation if field else None
-        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
-            return None
-        model = ann
-    return model
-
-
-def _format_error(e: Any, lines: dict[tuple[str, ...], int], path: Path) -> str:
-    loc = tuple(str(p) for p in e["loc"])
-    dotted = ".".join(loc) or "(top level)"
-    line = lines.get(loc)
-    where = f"{dotted} (line {line})" if line else dotted
-    kind = e["type"]
-    if kind == "extra_forbidden":
-        parent = _model_at(loc[:-1])
-        hint = did_you_mean(loc[-1], parent.model_fields) if parent else ""
-        return f"{where}: unknown key{hint}"
-    if kind == "missing":
-        return f"{where}: required key is missing"
-    got = e.get("input")
-    msg = e["msg"]
-    if kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
-        msg = msg.replace("Input should be", "must be")
-        for words, sign in (
-            ("greater than or equal to", ">="),
-            ("less than or equal to", "<="),
-            ("greater than", ">"),
-            ("less than", "<"),
-        ):
-            msg = msg.replace(words, sign)
-    return f"{where}: {msg} (got {got!r})" if not isinstance(got, dict) else f"{where}: {msg}"
-
-
-def dump_config(cfg: LoopConfig) -> str:
-    """The resolved config as YAML (paths absolute)."""
-    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
-
-
-def config_reference() -> str:
-    """Markdown reference of every loop.yaml key, from the models' field docstrings."""
-    lines = ["# loop.yaml reference", "", "Generated from `tuneloop/config.py`; do not edit.", ""]
-
-    def walk(model: type[BaseModel], prefix: str) -> None:
-        rows, subs = [], []
-        for name, field in model.model_fields.items():
-            ann = field.annotation
-            if isinstance(ann, type) and issubclass(ann, BaseModel):
-                subs.append((name, ann))
-                continue
-            value = json.dumps(field.default, default=str, ensure_ascii=False)
-            default = "required" if field.is_required() else f"`{value}`"
-            doc = (field.description or "").replace("\n", " ")
-            rows.append(f"| `{prefix}{name}` | {default} | {doc} |")
-        if rows:
-            lines.extend([f"## `{prefix.rstrip('.') or '(top level)'}`", ""])
-            lines.extend(["| key | default | meaning |", "|---|---|---|", *rows, ""])
-        for name, sub in subs:
-            walk(sub, f"{prefix}{name}.")
-
-    walk(LoopConfig, "")
-    return "\n".join(lines)
