@@ -81,6 +81,13 @@ def _lineage(state: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _recorded_base_hash(state: dict[str, Any]) -> str | None:
+    """The base model's hash as the runner recorded it for the first eval."""
+    phases = state.get("phases", {})
+    digest = phases.get("eval_pre", {}).get("inputs", {}).get("base_model")
+    return str(digest) if digest else None
+
+
 def _file_table(root: Path) -> list[dict[str, Any]]:
     rows = []
     for p in sorted(q for q in root.rglob("*") if q.is_file()):
@@ -107,7 +114,7 @@ def archive_run(workdir: Path, target: Path, cfg: LoopConfig) -> str:
         "timings_s": {k: v.get("duration_s") for k, v in state.get("phases", {}).items()},
         "lineage": _lineage(state),
         "external_inputs": external,
-        "base_model_sha256": sha256_path(cfg.base_model),
+        "base_model_sha256": _recorded_base_hash(state) or sha256_path(cfg.base_model),
         "files": _file_table(tmp),
     }
     write_json(tmp / MANIFEST, manifest)

@@ -84,7 +84,7 @@ class ServeConfig(Section):
     max_tokens_cap: int = Field(default=2048, gt=0)
     """Largest `max_tokens` a request may ask for."""
     api_key_env: str | None = None
-    """Embedded server: require `Authorization: Bearer $VAR` when set."""
+    """Embedded or vLLM server: require `Authorization: Bearer $VAR` when set."""
     vllm: VllmConfig = VllmConfig()
     external: ExternalConfig = ExternalConfig()
 

@@ -9,12 +9,11 @@ Imports the runner only when the command runs, so `tuneloop --help` stays fast.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
-from tuneloop.errors import InputError
+from tuneloop.envkeys import read_api_key
 from tuneloop.suite import parse_slice_fractions
 
 
@@ -43,11 +42,7 @@ def evaluate(
     from tuneloop.evaluate.runner import EvalSettings
     from tuneloop.evaluate.runner import evaluate as run_eval
 
-    api_key = None
-    if api_key_env:
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            raise InputError(f"--api-key-env: environment variable {api_key_env} is not set")
+    api_key = read_api_key(api_key_env, "--api-key-env")
     settings = EvalSettings(
         n_samples=n_samples,
         temperature=temperature,

@@ -14,7 +14,7 @@ from typing import Any
 
 from tuneloop.config import LoopConfig
 from tuneloop.provenance import stamp
-from tuneloop.records import atomic_write_text, read_json, sha256_file, sha256_path
+from tuneloop.records import atomic_write_text, read_json
 
 
 def _maybe(path: Path) -> dict[str, Any] | None:
@@ -29,7 +29,13 @@ def _pp(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:+.1f} pts"
 
 
-def _inputs(cfg: LoopConfig, up: dict[str, Path]) -> list[str]:
+def _recorded(state: dict[str, Any], phase: str, name: str) -> str:
+    """An input's sha256 as the runner recorded it (no second hash of a model)."""
+    digest = state.get("phases", {}).get(phase, {}).get("inputs", {}).get(name)
+    return f"{digest[:16]}…" if digest else "n/a"
+
+
+def _inputs(cfg: LoopConfig, up: dict[str, Path], state: dict[str, Any]) -> list[str]:
     pre = _maybe(up["eval_pre"] / "summary.json") or {}
     sampling = pre.get("sampling", {})
     t = cfg.train
@@ -37,7 +43,7 @@ def _inputs(cfg: LoopConfig, up: dict[str, Path]) -> list[str]:
     lines = [
         "## Pinned inputs",
         "",
-        f"- Base model: `{cfg.base_model}` (sha256 `{sha256_path(cfg.base_model)[:16]}…`)",
+        f"- Base model: `{cfg.base_model}` (sha256 `{_recorded(state, 'eval_pre', 'base_model')}`)",
         f"- Suite: `{cfg.suite.path}`, revision `{pre.get('suite_revision', 'n/a')[:16]}…`, "
         f"{len(pre.get('item_ids', []))} items evaluated; slices {cfg.suite.slices}",
         f"- Sampling (pre and post): {sampling.get('n_samples')} sample(s)/item, "
@@ -47,8 +53,8 @@ def _inputs(cfg: LoopConfig, up: dict[str, Path]) -> list[str]:
     if cfg.merge.zero_adapter:
         lines.append("- Training: none — zero-adapter control arm (base passed through merge)")
     else:
-        digest = sha256_file(data)[:16] if data.exists() else "n/a"
-        lines.append(f"- Training data: `{data}` (sha256 `{digest}…`)")
+        key = "data" if cfg.train.data is not None else "data:data/sft.jsonl"
+        lines.append(f"- Training data: `{data}` (sha256 `{_recorded(state, 'train', key)}`)")
         prov = up["data"] / "provenance.json"
         if prov.exists():
             lines.append(f"  - built from traces; provenance: `{prov}`")
@@ -123,8 +129,7 @@ def _verdict(cfg: LoopConfig, up: dict[str, Path]) -> list[str]:
     return [*lines, ""]
 
 
-def _timings(workdir: Path) -> list[str]:
-    state = read_json(workdir / "state.json")
+def _timings(state: dict[str, Any]) -> list[str]:
     lines = ["## Phases", "", "| phase | status | seconds |", "|---|---|---|"]
     total = 0.0
     for name, rec in state.get("phases", {}).items():
@@ -154,9 +159,9 @@ def _machine() -> list[str]:
 def write_capstone(cfg: LoopConfig, workdir: Path, upstream: dict[str, Path], out: Path) -> None:
     state = read_json(workdir / "state.json")
     lines = [f"# tuneloop run `{state.get('run_id')}` — {cfg.name}", ""]
-    lines += _inputs(cfg, upstream)
+    lines += _inputs(cfg, upstream, state)
     lines += _result(upstream)
     lines += _verdict(cfg, upstream)
-    lines += _timings(workdir)
+    lines += _timings(state)
     lines += _machine()
     atomic_write_text(out, "\n".join(lines))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.console import Console
 
@@ -28,6 +28,7 @@ from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError, PhaseFailed, TuneloopError
 from tuneloop.loop.phases import PHASE_NAMES, PHASES, Phase, PhaseContext
 from tuneloop.loop.state import (
+    Action,
     PhaseRecord,
     PlanLine,
     RunState,
@@ -75,6 +76,13 @@ class Selection:
         return self.only is None or name == self.only
 
 
+class Decision(NamedTuple):
+    action: Action
+    reason: str
+    fingerprint: str | None = None
+    inputs: dict[str, str] = {}
+
+
 def fingerprint(phase: Phase, cfg: LoopConfig, inputs: dict[str, str], code: str) -> str:
     payload = {"phase": phase.name, "config": phase.config(cfg), "inputs": inputs, "code": code}
     return sha256_bytes(canonical_json(payload).encode())
@@ -112,6 +120,7 @@ class Runner:
         self.names = tuple(p.name for p in phases)
         self.phase_time = 0.0
         self.wall_s = 0.0
+        self._hashes: dict[Path, str] = {}
         self.config_path = config_path
         self.sel = selection
         self.workdir = cfg.workdir
@@ -120,9 +129,15 @@ class Runner:
 
     # ---- decisions -------------------------------------------------------------------------
 
+    def _hash(self, path: Path) -> str:
+        """sha256 of an external input, once per invocation (several phases share the base)."""
+        if path not in self._hashes:
+            self._hashes[path] = sha256_path(path)
+        return self._hashes[path]
+
     def _inputs(self, phase: Phase, records: dict[str, PhaseRecord]) -> dict[str, str] | None:
         """Input name → hash; None when an upstream phase has no verified outputs yet."""
-        inputs = {name: sha256_path(path) for name, path in phase.files(self.cfg).items()}
+        inputs = {name: self._hash(path) for name, path in phase.files(self.cfg).items()}
         for up in phase.after:
             rec = records.get(up)
             if rec is None or rec.status == "skipped":
@@ -134,37 +149,37 @@ class Runner:
             inputs.update({f"{up}:{k}": v for k, v in rec.outputs.items()})
         return inputs
 
-    def decide(self, phase: Phase, records: dict[str, PhaseRecord]) -> tuple[str, str, str | None]:
-        """(action, reason, fingerprint) for one phase given the records so far."""
+    def decide(self, phase: Phase, records: dict[str, PhaseRecord]) -> Decision:
+        """What to do with one phase given the records so far, and why."""
         if not phase.enabled(self.cfg):
-            return "off", "disabled by config", None
+            return Decision("off", "disabled by config")
         if not self.sel.selected(phase.name):
-            return "skip", "not selected (--only)", None
+            return Decision("skip", "not selected (--only)")
         inputs = self._inputs(phase, records)
         if inputs is None:
-            return "run", "an upstream phase runs first", None
+            return Decision("run", "an upstream phase runs first")
         fp = fingerprint(phase, self.cfg, inputs, self.code)
         prev = records.get(phase.name)
         if self.sel.forced(phase.name):
-            return "redo", "forced by --from/--only", fp
+            return Decision("redo", "forced by --from/--only", fp, inputs)
         if prev is None or prev.status == "running":
-            return "run", "never finished" if prev else "not run yet", fp
+            return Decision("run", "never finished" if prev else "not run yet", fp, inputs)
         if prev.status != "done":
-            return "redo", f"last attempt {prev.status}", fp
+            return Decision("redo", f"last attempt {prev.status}", fp, inputs)
         if prev.fingerprint != fp:
-            return "redo", "fingerprint changed (config, inputs or code)", fp
+            return Decision("redo", "fingerprint changed (config, inputs or code)", fp, inputs)
         if not outputs_verify(prev, self.workdir):
-            return "redo", "recorded outputs no longer verify", fp
-        return "skip", "fingerprint matches and outputs verify", fp
+            return Decision("redo", "recorded outputs no longer verify", fp, inputs)
+        return Decision("skip", "fingerprint matches and outputs verify", fp, inputs)
 
     def plan(self) -> list[PlanLine]:
         state = load_state(self.workdir)
         records = dict(state.phases) if state else {}
         lines = []
         for phase in self.phases:
-            action, reason, _ = self.decide(phase, records)
-            lines.append(PlanLine(phase=phase.name, action=action, reason=reason))  # type: ignore[arg-type]
-            if action in ("run", "redo"):
+            d = self.decide(phase, records)
+            lines.append(PlanLine(phase=phase.name, action=d.action, reason=d.reason))
+            if d.action in ("run", "redo"):
                 records.pop(phase.name, None)  # downstream sees "upstream runs first"
         return lines
 
@@ -182,33 +197,30 @@ class Runner:
             total_start = time.perf_counter()
             for phase in self.phases:
                 self._step(phase)
-            self.state.phases = dict(self.state.phases)
-            save_state(self.workdir, self.state)
             self.wall_s = time.perf_counter() - total_start
             return self.state
 
     def _step(self, phase: Phase) -> None:
         assert self.state is not None
-        action, reason, fp = self.decide(phase, self.state.phases)
-        if action == "off":
+        d = self.decide(phase, self.state.phases)
+        if d.action == "off":
             self._record(PhaseRecord(phase=phase.name, status="skipped", fingerprint=""))
-            console.print(f"[dim]· {phase.name}: off ({reason})[/dim]")
+            console.print(f"[dim]· {phase.name}: off ({d.reason})[/dim]")
             return
-        if action == "skip":
-            console.print(f"[green]✓[/green] {phase.name}: skip ({reason})")
+        if d.action == "skip":
+            console.print(f"[green]✓[/green] {phase.name}: skip ({d.reason})")
             return
-        if fp is None:
+        if d.fingerprint is None:
             raise PhaseFailed(f"phase {phase.name!r} cannot run: its upstream phase did not finish")
-        console.rule(f"[bold]{phase.name}[/bold] ({reason})")
-        self._execute(phase, fp)
+        console.rule(f"[bold]{phase.name}[/bold] ({d.reason})")
+        self._execute(phase, d.fingerprint, d.inputs)
 
-    def _execute(self, phase: Phase, fp: str) -> None:
+    def _execute(self, phase: Phase, fp: str, inputs: dict[str, str]) -> None:
         assert self.state is not None
         folder = self.workdir / phase.name
         if folder.exists() and not phase.resumable:
             shutil.rmtree(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        inputs = self._inputs(phase, self.state.phases) or {}
         rec = PhaseRecord(
             phase=phase.name, status="running", fingerprint=fp, inputs=inputs, started_at=now_iso()
         )
@@ -221,16 +233,15 @@ class Runner:
             run_id=self.state.run_id,
             upstream={p: self.workdir / p for p in self.names},
             log_path=folder / "phase.log",
+            inputs=inputs,
         )
         t0 = time.perf_counter()
         try:
             phase.run(ctx)
             rec.outputs = hash_outputs(folder, phase, self.workdir)
         except BaseException as err:
-            rec.status = "failed"
-            rec.error = _describe(err, phase, folder)
-            rec.duration_s = time.perf_counter() - t0
-            rec.ended_at = now_iso()
+            rec.status, rec.error = "failed", _describe(err, phase, folder)
+            rec.duration_s, rec.ended_at = time.perf_counter() - t0, now_iso()
             rec.notes = _jsonable(ctx.notes)
             self._record(rec)
             if isinstance(err, InputError):
@@ -238,10 +249,9 @@ class Runner:
             if isinstance(err, PhaseFailed | Interrupted | KeyboardInterrupt):
                 raise
             raise PhaseFailed(rec.error) from err
-        rec.duration_s = time.perf_counter() - t0
-        self.phase_time += rec.duration_s
-        rec.ended_at = now_iso()
         rec.status = "done"
+        rec.duration_s, rec.ended_at = time.perf_counter() - t0, now_iso()
+        self.phase_time += rec.duration_s
         rec.notes = _jsonable({**ctx.notes, "rss_mb": _rss_mb()})
         self._record(rec)
         console.print(f"[green]✓[/green] {phase.name}: done in {rec.duration_s:.1f}s")

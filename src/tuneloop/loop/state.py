@@ -105,7 +105,10 @@ class WorkdirLock:
             self._fh = None
 
 
+Action = Literal["run", "skip", "redo", "off"]
+
+
 class PlanLine(BaseModel):
     phase: str
-    action: Literal["run", "skip", "redo", "off"]
+    action: Action
     reason: str

@@ -23,7 +23,7 @@ def compare(
     """Paired delta report of two evals of the same suite items (exit 2 if incomparable)."""
     from rich.console import Console
 
-    from tuneloop.report.compare import compare as run_compare
+    from tuneloop.report.build import compare as run_compare
 
     console = Console(stderr=True)
     with console.status("comparing sample logs…"):
@@ -64,7 +64,7 @@ def power(
     ] = 0.5,
 ) -> None:
     """Items needed to detect --effect, or the minimum detectable effect of the pilot."""
-    from tuneloop.report.compare import load_log
+    from tuneloop.report.build import load_log
     from tuneloop.report.power import plan_power
 
     plan = plan_power([load_log(p) for p in pilot], effect, alpha, power, correlation)

@@ -2,7 +2,7 @@
 
 `align` checks that the logs are comparable and lays both out as (items × samples) score
 matrices; `delta_from_items` computes every statistic; `compute_delta` is the two in a row.
-No file I/O here (see `tuneloop.report.compare`). Run the tests with
+No file I/O here (see `tuneloop.report.build`). Run the tests with
 `pytest tests/report/test_delta.py`.
 
 Definitions (also in the docstrings of `DeltaReport`):

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tuneloop.envkeys import read_api_key
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.registry import did_you_mean, serve_backends
 from tuneloop.serve import Endpoint
@@ -60,16 +61,6 @@ def select_options(options: dict[str, Any], backend: str, allowed: set[str]) -> 
     if isinstance(nested, dict):
         flat.update(nested)  # the backend's own section wins over the flat keys
     return {k: v for k, v in flat.items() if k in allowed}
-
-
-def read_api_key(env_var: str | None, key_path: str) -> str | None:
-    """The key from `$env_var`; an InputError naming the config key when it is unset."""
-    if not env_var:
-        return None
-    value = os.environ.get(env_var)
-    if not value:
-        raise InputError(f"{key_path}: environment variable {env_var} is not set or empty")
-    return value
 
 
 def _model_dir(model: str | Path) -> Path:

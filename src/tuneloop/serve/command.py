@@ -6,7 +6,6 @@ Also runnable without the CLI table as `python -m tuneloop.serve.app MODEL_DIR -
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +13,7 @@ from typing import Annotated
 import click
 import typer
 
+from tuneloop.envkeys import read_api_key
 from tuneloop.errors import InputError, TuneloopError
 
 
@@ -48,11 +48,7 @@ def serve(
 
     if not (model_dir / "config.json").is_file():
         raise InputError(f"{model_dir}: not a model folder (expected config.json in it)")
-    api_key = None
-    if api_key_env:
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            raise InputError(f"--api-key-env: environment variable {api_key_env} is not set")
+    api_key = read_api_key(api_key_env, "--api-key-env")
     settings = ServerSettings(
         host=host,
         port=port,
