@@ -91,6 +91,19 @@ def test_invalid_yaml_names_line(tmp_path: Path) -> None:
         load_config(write(tmp_path, "a: [1,\nb: 2\n"))
 
 
+def test_duplicate_keys_are_refused_with_both_lines(tmp_path: Path) -> None:
+    # PyYAML alone would keep the second `train:` and drop the first without a word.
+    text = GOOD + "  method: sft\ntrain:\n  method: sft\n  steps: 5\n  steps: 6\n"
+    first = GOOD.splitlines().index("train:") + 1
+    second = first + 3
+    with pytest.raises(InputError) as err:
+        load_config(write(tmp_path, text))
+    assert f"loop.yaml:{second}: duplicate key 'train' (first at line {first})" in str(err.value)
+    assert f"loop.yaml:{second + 3}: duplicate key 'steps' (first at line {second + 2})" in str(
+        err.value
+    )
+
+
 def test_docs_config_reference_is_current() -> None:
     from tuneloop.config import config_reference
 

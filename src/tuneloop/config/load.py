@@ -10,6 +10,7 @@ what was expected; unknown keys get "did you mean …". Nothing is written while
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -52,7 +53,33 @@ def read_yaml(path: Path, what: str) -> tuple[dict[str, Any], yaml.Node | None]:
         data = {}
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping at the top level")
+    duplicates = list(_duplicate_keys(node))
+    if duplicates:
+        raise InputError("\n".join(f"{path}:{d}" for d in duplicates))
     return data, node
+
+
+def _duplicate_keys(node: yaml.Node | None) -> Iterator[str]:
+    """`line: duplicate key …` for each key repeated within one mapping.
+
+    PyYAML keeps the last of two equal keys without a word, so a pasted-twice section would
+    silently override the first; we refuse instead.
+    """
+    if isinstance(node, yaml.MappingNode):
+        first: dict[object, int] = {}
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else None
+            if name is not None and name in first:
+                yield (
+                    f"{key.start_mark.line + 1}: duplicate key {name!r}"
+                    f" (first at line {first[name]})"
+                )
+            elif name is not None:
+                first[name] = key.start_mark.line + 1
+            yield from _duplicate_keys(value)
+    elif isinstance(node, yaml.SequenceNode):
+        for child in node.value:
+            yield from _duplicate_keys(child)
 
 
 def load_yaml_model(path: Path, model: type[M], what: str, overrides: list[str] | None = None) -> M:
