@@ -1,16 +1,22 @@
 """Train the embedded default model from scratch: a ~1 M-parameter Qwen2 half-good at arithmetic.
 
 Run: `python examples/arith/build_model.py [--steps N] [--out DIR]` (then
-`python examples/arith/measure.py --write-card`). Takes ~10 CPU-minutes (one thread) and
+`python examples/arith/measure.py --write-card`). Takes ~2.5 CPU-minutes (one thread) and
 writes `model/` (config, safetensors weights, generation config, tokenizer with chat template)
 and `model/build_info.json` (steps, loss, wall and CPU time, seeds), swapping the folder in.
 
 What it trains on: chat-rendered problems from `make_data.pretraining_stream`, which shares the
-suite's distribution but none of its problems (the suite file on disk is the exclusion list).
-The loss covers only the assistant turn (the answer digits and `<|im_end|>`), as SFT would.
+suite's arithmetic but none of its problems (the suite file on disk is the exclusion list),
+asked only with the operator symbol ("What is 37 + 45?"). The loss covers only the assistant
+turn (the answer digits and `<|im_end|>`), as SFT would.
 
-Deliberately undertrained: `STEPS` is chosen so that greedy pass@1 on the suite lands in the
-middle (strong on 1-digit, weak on 3-digit), leaving room for the loop to show a gain.
+Deliberately narrow: the model becomes good at symbolic questions and stays poor at the
+questions in words that make up half the suite, so greedy pass@1 lands in the middle and the
+loop has a real, learnable gap to close. `STEPS` is just past the point where the symbolic
+arithmetic "clicks": with `DATA_SEED` the suite's symbolic half goes from 52% at 500 steps to
+91% at 750 and 96% at 1000. That point depends on the data order: of the three orders tried,
+this one clicks earliest (the two others were at 40% and 76% after 1000 steps), so it was
+kept for the shortest build.
 
 Determinism: fixed seeds for data, init and batch order, one thread (`THREADS`; a single
 thread is also what keeps a shared 2-core machine responsive) and
@@ -42,16 +48,16 @@ import build_tokenizer as bt  # noqa: E402
 import make_data as md  # noqa: E402
 
 SEED = 1234
-DATA_SEED = 4321
+DATA_SEED = 999
 THREADS = 1
 BATCH = 64
-STEPS = 3000
+STEPS = 750
 LR = 3e-3
 WARMUP = 100
 TOKENIZER_TEXTS = 20_000
-DIGIT_WEIGHTS = {1: 1.0, 2: 3.0, 3: 2.0}
+DIGIT_WEIGHTS = {1: 1.0, 2: 3.0}
 """Pretraining mix by digit count: 1-digit problems are few and learned early, so most of the
-budget goes to the carries and borrows of 2- and 3-digit ones."""
+budget goes to the carries and borrows of 2-digit ones."""
 
 ARCH: dict[str, Any] = {
     "hidden_size": 128,
@@ -61,9 +67,15 @@ ARCH: dict[str, Any] = {
     "num_key_value_heads": 4,
     "max_position_embeddings": 128,
     "rope_theta": 10000.0,
-    "tie_word_embeddings": True,
+    "tie_word_embeddings": False,
 }
-"""Qwen2 shape: ~1.1 M parameters with a ~300-token vocabulary."""
+"""Qwen2 shape: ~1.1 M parameters with a ~330-token vocabulary.
+
+Input and output embeddings are untied. Tied, every token the model never reads (the words of
+the questions in words) is pushed down as an output by every step, by Adam in one shared
+direction, until those tokens are one indistinguishable vector that no LoRA adapter can tell
+apart. Measured on this task: LoRA SFT lifted questions in words from 1% to 29% on the tied
+model and from 4% to 65% on the untied one, with the same recipe budget."""
 
 
 def set_determinism(seed: int = SEED) -> None:
@@ -83,6 +95,19 @@ def suite_problems(suite_path: Path) -> set[md.Problem]:
 def pretraining_problems(n: int, suite_path: Path) -> list[md.Problem]:
     """The exact problem sequence the model trains on (the tests check its disjointness)."""
     return list(md.pretraining_stream(n, DATA_SEED, suite_problems(suite_path), DIGIT_WEIGHTS))
+
+
+def tokenizer_texts(problems: list[md.Problem]) -> list[str]:
+    """The BPE training text: pretraining problems, every fourth one re-asked in words.
+
+    A general-purpose tokenizer has seen ordinary words, so the wordings of `md.PHRASINGS`
+    get tokens of their own although the model never trains on them.
+    """
+    texts = []
+    for i, p in enumerate(problems):
+        wording = 1 + i // 4 % (len(md.PHRASINGS[p.op]) - 1) if i % 4 == 3 else 0
+        texts.append(bt.render_chat(p.phrased(wording).prompt, p.answer))
+    return texts
 
 
 def encode(tok, problems: list[md.Problem]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -197,8 +222,7 @@ def build(
     cpu_started = time.process_time()
     set_determinism()
     problems = pretraining_problems(steps * BATCH, suite_path)
-    texts = (bt.render_chat(p.prompt, p.answer) for p in problems[:TOKENIZER_TEXTS])
-    tok = bt.wrap(bt.train_tokenizer(texts))
+    tok = bt.wrap(bt.train_tokenizer(tokenizer_texts(problems[:TOKENIZER_TEXTS])))
     bad = bt.round_trip_failures(tok, [bt.render_chat(p.prompt, p.answer) for p in problems[:500]])
     if bad:
         raise SystemExit(f"tokenizer does not round-trip, e.g. {bad[0]!r}")

@@ -26,7 +26,7 @@ PAD = "<|endoftext|>"
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
 SPECIALS = [PAD, IM_START, IM_END]
-VOCAB_SIZE = 320
+VOCAB_SIZE = 384
 
 # Qwen2's pre-tokenizer (`transformers.models.qwen2.tokenization_qwen2`), copied rather than
 # imported: transformers 5 rebuilds a folder whose config says `qwen2` with exactly this

@@ -5,19 +5,23 @@ Run: `python examples/arith/make_data.py [--out DIR]` (default: this folder). Wr
 run: everything is drawn from `random.Random` with fixed seeds, and the files are written in a fixed
 key order with `\\n` line ends.
 
-The task: integer addition and subtraction with 1-3 digit operands, asked as a chat user
-message ("What is 37 + 45?"), answer the integer as a string. A problem's digit count (the
-`1d`/`2d`/`3d` tag) is that of its longer operand; the other operand has 1..k digits.
-Subtraction never goes negative (the larger operand comes first) to keep the task learnable
-by a ~2 M-parameter model in a few CPU minutes.
+The task: integer addition and subtraction with 1-2 digit operands, asked as a chat user
+message, answer the integer as a string. A question is asked either with the operator symbol
+("What is 37 + 45?", the `symbolic` tag) or in words ("Add 37 and 45.", "Subtract 12 from 45.",
+the `words` tag), as people write them. A problem's digit count (the `1d`/`2d` tag) is that of
+its longer operand. Subtraction never goes negative (the larger operand comes first).
+
+The gap the demo loop closes: the embedded model is pretrained on the symbolic phrasing only
+(`pretraining_stream`), so it is partly competent at the arithmetic and poor at questions in
+words; half the suite, and the training prompts and production traces, use words.
 
 Deliberate choices:
-- Disjointness is enforced on the problem `(a, op, b)`, which is stronger than on the
-  normalized prompt (the prompt is a function of the problem). Training prompts and the model's
-  pretraining text (`build_model.py`) exclude every suite problem; `normalize_prompt` is the
-  key the tests check it with.
+- Disjointness is enforced on the problem `(a, op, b)` whatever its phrasing, which is
+  stronger than on the normalized prompt (the prompt is a function of the problem and its
+  phrasing). Training prompts and the model's pretraining text (`build_model.py`) exclude every
+  suite problem; `normalize_prompt` is the key the tests check it with.
 - The 1-digit space is tiny (100 sums, 55 differences), so training prompts take *all* 1-digit
-  problems the suite leaves, and the 2/3-digit cells fill the rest.
+  problems the suite leaves, and the 2-digit cells fill the rest.
 """
 
 from __future__ import annotations
@@ -33,50 +37,76 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 OPS = ("add", "sub")
-DIGITS = (1, 2, 3)
-SYMBOL = {"add": "+", "sub": "-"}
+DIGITS = (1, 2)
+PHRASINGS = {
+    "add": (
+        "What is {a} + {b}?",
+        "What is {a} plus {b}?",
+        "Add {a} and {b}.",
+        "What is the sum of {a} and {b}?",
+    ),
+    "sub": (
+        "What is {a} - {b}?",
+        "What is {a} minus {b}?",
+        "Subtract {b} from {a}.",
+        "How much is {a} take away {b}?",
+    ),
+}
+"""Question templates per operation; index 0 is the symbolic one, the rest are in words
+("Subtract {b} from {a}" names the operands in the other order)."""
 
 SUITE_SEED = 20260101
 TRAIN_SEED = 20260202
 SUITE_COUNTS = {
     ("add", 1): 30,
     ("sub", 1): 20,
-    ("add", 2): 65,
-    ("sub", 2): 65,
-    ("add", 3): 70,
-    ("sub", 3): 70,
+    ("add", 2): 135,
+    ("sub", 2): 135,
 }
-"""Suite items per (op, digits) cell: 320 in all."""
+"""Suite items per (op, digits) cell: 320 in all, alternately symbolic and in words."""
 TRAIN_COUNTS = {
     ("add", 1): 10_000,  # capped by what the suite leaves (70)
     ("sub", 1): 10_000,  # capped by what the suite leaves (35)
-    ("add", 2): 725,
-    ("sub", 2): 725,
-    ("add", 3): 720,
-    ("sub", 3): 720,
+    ("add", 2): 1_450,
+    ("sub", 2): 1_450,
 }
-"""Training prompts per cell (unique; a 1-digit cell holds every problem the suite leaves)."""
+"""Training prompts per cell (unique problems; a 1-digit cell holds every problem the suite
+leaves), each in a phrasing drawn uniformly from `PHRASINGS`."""
 
 
 @dataclass(frozen=True, order=True)
 class Problem:
-    """One arithmetic problem; the prompt and the answer are functions of it."""
+    """One arithmetic problem in one phrasing; the prompt and the answer are functions of it."""
 
     a: int
     op: str
     b: int
+    phrasing: int = 0
+    """Index into `PHRASINGS[op]`; 0 is the symbolic form."""
 
     @property
     def digits(self) -> int:
         return len(str(max(self.a, self.b)))
 
     @property
+    def form(self) -> str:
+        return "symbolic" if self.phrasing == 0 else "words"
+
+    @property
+    def key(self) -> tuple[int, str, int]:
+        """The problem whatever its phrasing (what disjointness is enforced on)."""
+        return (self.a, self.op, self.b)
+
+    @property
     def prompt(self) -> str:
-        return f"What is {self.a} {SYMBOL[self.op]} {self.b}?"
+        return PHRASINGS[self.op][self.phrasing].format(a=self.a, b=self.b)
 
     @property
     def answer(self) -> str:
         return str(self.a + self.b if self.op == "add" else self.a - self.b)
+
+    def phrased(self, phrasing: int) -> Problem:
+        return Problem(self.a, self.op, self.b, phrasing)
 
 
 def normalize_prompt(text: str) -> str:
@@ -84,15 +114,23 @@ def normalize_prompt(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
-_PROMPT_RE = re.compile(r"^What is (\d+) ([+-]) (\d+)\?$")
+def _template_re(template: str) -> re.Pattern[str]:
+    pattern = re.escape(template).replace(r"\{a\}", r"(?P<a>\d+)").replace(r"\{b\}", r"(?P<b>\d+)")
+    return re.compile(f"^{pattern}$")
+
+
+_PROMPT_RES = [
+    (_template_re(t), op, i) for op, templates in PHRASINGS.items() for i, t in enumerate(templates)
+]
 
 
 def parse_prompt(text: str) -> Problem:
     """Inverse of `Problem.prompt` (used by tests to recompute answers)."""
-    m = _PROMPT_RE.match(text)
-    if m is None:
-        raise ValueError(f"not an arithmetic prompt: {text!r}")
-    return Problem(int(m[1]), "add" if m[2] == "+" else "sub", int(m[3]))
+    for pattern, op, phrasing in _PROMPT_RES:
+        m = pattern.match(text)
+        if m is not None:
+            return Problem(int(m["a"]), op, int(m["b"]), phrasing)
+    raise ValueError(f"not an arithmetic prompt: {text!r}")
 
 
 def _operand(rng: random.Random, digits: int) -> int:
@@ -135,41 +173,53 @@ def draw_cell(
 
 
 def make_suite(seed: int = SUITE_SEED) -> list[Problem]:
+    """Per cell: distinct problems, alternately symbolic and in a random wording."""
     rng = random.Random(seed)
     out: list[Problem] = []
     for (op, digits), n in SUITE_COUNTS.items():
-        out += draw_cell(rng, op, digits, n, exclude=set())
+        for i, p in enumerate(draw_cell(rng, op, digits, n, exclude=set())):
+            out.append(p.phrased(0 if i % 2 == 0 else rng.randint(1, len(PHRASINGS[op]) - 1)))
     return out
 
 
 def make_train(suite: Iterable[Problem], seed: int = TRAIN_SEED) -> list[Problem]:
+    """Per cell: distinct problems that are not suite problems, each in a random phrasing."""
     rng = random.Random(seed)
-    exclude = set(suite)
+    exclude = {p.phrased(0) for p in suite}
     out: list[Problem] = []
     for (op, digits), n in TRAIN_COUNTS.items():
-        out += draw_cell(rng, op, digits, n, exclude=exclude)
+        for p in draw_cell(rng, op, digits, n, exclude=exclude):
+            out.append(p.phrased(rng.randrange(len(PHRASINGS[op]))))
     return out
 
 
 def pretraining_stream(
-    n: int, seed: int, exclude: set[Problem], digit_weights: dict[int, float] | None = None
+    n: int,
+    seed: int,
+    exclude: set[Problem],
+    digit_weights: dict[int, float] | None = None,
+    worded_fraction: float = 0.0,
 ) -> Iterator[Problem]:
-    """`n` problems drawn with replacement, never one in `exclude`.
+    """`n` problems drawn with replacement, never one in `exclude` (in any phrasing).
 
     This is the model's pretraining text (`build_model.py`); it shares the suite's cells but,
     by construction, none of its problems. Cells are weighted by digit count (uniform if
-    `digit_weights` is None; the two operations always equally).
+    `digit_weights` is None; the two operations always equally). A problem is asked in words
+    with probability `worded_fraction` (the embedded model uses 0: symbolic only). The coin is
+    tossed for every problem, so the fraction changes the phrasings and never the problems.
     """
     rng = random.Random(seed)
+    exclude = {p.phrased(0) for p in exclude}
     cells = [(op, d) for op in OPS for d in DIGITS]
     weights = [1.0 if digit_weights is None else digit_weights[d] for _, d in cells]
     made = 0
     while made < n:
         op, digits = rng.choices(cells, weights)[0]
         p = sample_problem(rng, op, digits)
+        worded = rng.random() < worded_fraction
         if p not in exclude:
             made += 1
-            yield p
+            yield p.phrased(rng.randint(1, len(PHRASINGS[op]) - 1)) if worded else p
 
 
 def to_item(p: Problem, item_id: str) -> dict[str, object]:
@@ -178,7 +228,7 @@ def to_item(p: Problem, item_id: str) -> dict[str, object]:
         "messages": [{"role": "user", "content": p.prompt}],
         "answer": p.answer,
         "scorer": "numeric",
-        "tags": [p.op, f"{p.digits}d"],
+        "tags": [p.op, f"{p.digits}d", p.form],
     }
 
 

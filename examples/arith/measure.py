@@ -136,14 +136,23 @@ A tiny `Qwen2ForCausalLM` trained from scratch on CPU to *partial* competence at
 addition and subtraction, so that the tuneloop demo has room to show a measured gain.
 Not a useful model for anything else.
 
+It was pretrained only on questions written with the operator symbol ("What is 37 + 45?");
+questions in words ("Subtract 12 from 45.", "What is 7 plus 8?") are half of the suite and
+three quarters of the training prompts and of the example's production traffic. It is good at
+the first kind and poor at the second: the gap a fine-tuning round on usage-like data should
+close, and what the tuneloop demo measures.
+
 - **Architecture:** Qwen2 ({arch}); **{params:,} parameters**;
   float32 safetensors.
+- **Embeddings:** input and output embeddings untied (see `ARCH` in `build_model.py`: tied,
+  the never-read word tokens collapse into one vector and fine-tuning cannot learn them).
 - **Tokenizer:** byte-level BPE (no `unk` possible), digits always single tokens, special
   tokens `<|endoftext|>` (pad), `<|im_start|>`, `<|im_end|>` (eos); ChatML chat template
   without a system message, every turn ending with `<|im_end|>`.
-- **Training data:** {problems:,} chat-rendered problems ("What is 37 + 45?" → "82"), 1-3 digit
-  operands, subtraction never negative, drawn so that none is a suite problem
-  (`make_data.pretraining_stream`); loss on the answer and `<|im_end|>` only.
+- **Training data:** {problems:,} chat-rendered problems ("What is 37 + 45?" → "82"), 1-2 digit
+  operands, subtraction never negative, all asked symbolically, drawn so that none is a suite
+  problem in any wording (`make_data.pretraining_stream`); loss on the answer and `<|im_end|>`
+  only. The tokenizer's BPE text also held the wordings, so their words are tokens of their own.
 - **Training:** {steps} AdamW steps of batch {batch}, peak lr {lr}, linear warmup then
   inverse-square-root decay; mean loss over the last 50 steps {loss:.3f}.
 - **Build time:** {seconds} s wall, {cpu_seconds} s CPU on the machine that built it

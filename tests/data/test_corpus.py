@@ -31,9 +31,10 @@ def test_arith_example_end_to_end(arith_build):
     )
     report = prov["decontamination"][0]
     assert report["rows_removed"] == 6  # exactly the planted leaks (make_traces.LEAKS)
-    assert all(
-        m["rule"] in {"exact_prompt", "ngram_6"} for r in report["removed"] for m in r["matches"]
-    )
+    # Short items are matched whole: `ngram_k` with k their own length (< n = 13).
+    rules = {m["rule"] for r in report["removed"] for m in r["matches"]}
+    assert "exact_prompt" in rules
+    assert all(r == "exact_prompt" or 0 < int(r.removeprefix("ngram_")) <= 13 for r in rules)
     assert prov["scrubbed"]["secret"] > 0 and prov["outputs"]["sft.jsonl"]
     assert result.preference_path is not None
 

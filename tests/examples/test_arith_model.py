@@ -29,7 +29,7 @@ def test_config_loads_and_parameter_count_is_1_to_3_million(model_dir):
     with safe_open(str(model_dir / "model.safetensors"), framework="pt") as f:
         count = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())  # noqa: SIM118
     info = json.loads((model_dir / "build_info.json").read_text())
-    assert count == info["parameters"]  # tied lm_head: stored (and counted) once
+    assert count == info["parameters"]
     assert 1_000_000 <= count <= 3_000_000
 
 
@@ -66,9 +66,10 @@ def test_model_card_figures_reproduce_on_the_first_batch(measure, suite_items, a
     card = card_table((arith_dir / "MODEL_CARD.md").read_text())
     items = suite_items[: measure.BATCH]
     acc, rows = measure.measure(arith_dir / "model", items)
-    for tag in ("add/1d", "sub/1d"):
+    for tag in ("add/1d/symbolic", "add/1d/words", "sub/1d/symbolic", "sub/1d/words"):
         n = sum("/".join(it["tags"]) == tag for it in items)
         assert abs(acc[tag] - card[tag]) * n <= 1, tag
-    # The model answers with just a number, and is strong on 1-digit problems.
+    # The model answers with just a number, is strong on symbolic questions and weak on
+    # questions in words (the card's claim, and the gap the demo closes).
     assert sum(bool(re.fullmatch(r"-?\d+", r["completion"].strip())) for r in rows) >= 0.9 * 64
-    assert acc["1d"] >= 0.6
+    assert acc["symbolic"] >= 0.8 and acc["symbolic"] - acc["words"] >= 0.3
