@@ -93,11 +93,6 @@ class Problem:
         return "symbolic" if self.phrasing == 0 else "words"
 
     @property
-    def key(self) -> tuple[int, str, int]:
-        """The problem whatever its phrasing (what disjointness is enforced on)."""
-        return (self.a, self.op, self.b)
-
-    @property
     def prompt(self) -> str:
         return PHRASINGS[self.op][self.phrasing].format(a=self.a, b=self.b)
 
@@ -106,6 +101,7 @@ class Problem:
         return str(self.a + self.b if self.op == "add" else self.a - self.b)
 
     def phrased(self, phrasing: int) -> Problem:
+        """The same problem in another phrasing (`phrased(0)` is the disjointness key)."""
         return Problem(self.a, self.op, self.b, phrasing)
 
 
