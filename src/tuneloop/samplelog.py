@@ -111,6 +111,39 @@ class EvalSummary(Record):
     """Infrastructure retries performed (never scored)."""
 
 
+SAMPLING_BUDGET = ("n_samples", "temperature", "top_p", "max_tokens")
+"""The sampling settings two logs must share to be compared (the gate also adds `seed`)."""
+
+
+def check_comparable(
+    a: EvalSummary,
+    b: EvalSummary,
+    labels: tuple[str, str],
+    fields: Sequence[str] = SAMPLING_BUDGET,
+) -> None:
+    """Refuse two logs of different suite revisions or sampling budgets, naming each difference.
+
+    The one comparability rule of report and gate; `labels` name the logs in the message.
+    """
+    x, y = labels
+    if a.suite_revision != b.suite_revision:
+        raise InputError(
+            f"{x} and {y} were evaluated on different suite revisions "
+            f"({a.suite_revision[:12]} vs {b.suite_revision[:12]}); re-evaluate both on the "
+            "same suite"
+        )
+    diffs = [
+        f"sampling.{name}: {getattr(a.sampling, name)!r} vs {getattr(b.sampling, name)!r}"
+        for name in fields
+        if getattr(a.sampling, name) != getattr(b.sampling, name)
+    ]
+    if diffs:
+        raise InputError(
+            f"{x} and {y} used different sampling budgets: {'; '.join(diffs)}; evaluate both "
+            "with the same budget"
+        )
+
+
 def load_sample_log(folder: Path) -> tuple[EvalSummary, list[SampleRow]]:
     """Read a sample-log folder (or its samples.jsonl); errors name file and line.
 

@@ -18,9 +18,17 @@ from pathlib import Path
 import numpy as np
 
 from tuneloop.errors import InputError
-from tuneloop.samplelog import EvalSummary, SampleRow, load_sample_log, score_grid
+from tuneloop.samplelog import (
+    SAMPLING_BUDGET,
+    EvalSummary,
+    SampleRow,
+    check_comparable,
+    load_sample_log,
+    score_grid,
+)
 
-SAMPLING_FIELDS = ("n_samples", "temperature", "top_p", "max_tokens", "seed")
+SAMPLING_FIELDS = (*SAMPLING_BUDGET, "seed")
+"""The gate also requires the same base seed: the comparison was pre-registered as one pair."""
 
 
 @dataclass(frozen=True)
@@ -51,30 +59,12 @@ def load_arms(champion_log: Path, challenger_log: Path, item_ids: Sequence[str])
         raise InputError("the gate slice lists an item id more than once")
     champ_summary, champ_rows = load_sample_log(Path(champion_log))
     chall_summary, chall_rows = load_sample_log(Path(challenger_log))
-    check_comparable(champ_summary, chall_summary, Path(champion_log), Path(challenger_log))
+    labels = (str(champion_log), str(challenger_log))
+    check_comparable(champ_summary, chall_summary, labels, SAMPLING_FIELDS)
     return (
         _align(Path(champion_log), champ_summary, champ_rows, item_ids),
         _align(Path(challenger_log), chall_summary, chall_rows, item_ids),
     )
-
-
-def check_comparable(a: EvalSummary, b: EvalSummary, a_path: Path, b_path: Path) -> None:
-    """Refuse two logs that differ in suite revision or sampling budget, naming the difference."""
-    if a.suite_revision != b.suite_revision:
-        raise InputError(
-            f"the logs were evaluated on different suite revisions: {a_path} has "
-            f"{a.suite_revision[:12]}, {b_path} has {b.suite_revision[:12]}; "
-            "re-evaluate both on the same suite"
-        )
-    diffs = [
-        f"{name}: {getattr(a.sampling, name)!r} vs {getattr(b.sampling, name)!r}"
-        for name in SAMPLING_FIELDS
-        if getattr(a.sampling, name) != getattr(b.sampling, name)
-    ]
-    if diffs:
-        raise InputError(
-            f"the logs used different sampling budgets ({a_path} vs {b_path}): " + "; ".join(diffs)
-        )
 
 
 def _align(log: Path, summary: EvalSummary, rows: list[SampleRow], item_ids: Sequence[str]) -> Arm:

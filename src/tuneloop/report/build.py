@@ -49,16 +49,10 @@ def compare(
     figures: bool = True,
 ) -> DeltaReport:
     """Compare two sample logs on the same items; write the report into `out_dir`."""
-    from tuneloop.errors import InputError
-
-    if not 0 < confidence < 1:
-        raise InputError(f"confidence must lie in (0, 1), got {confidence}")
-    if n_resamples < 1 or permutation_resamples < 1:
-        raise InputError("n_resamples and permutation_resamples must be >= 1")
+    settings = Settings(confidence, n_resamples, permutation_resamples, seed)  # validates
     pre_log, post_log, out_dir = Path(pre_log), Path(post_log), Path(out_dir)
     pre, post = load_log(pre_log), load_log(post_log)
     paired = align(pre, post, item_ids, (str(pre_log), str(post_log)))
-    settings = Settings(confidence, n_resamples, permutation_resamples, seed)
     report = delta_from_items(paired, settings, item_ids is not None)
     report = report.model_copy(
         update={

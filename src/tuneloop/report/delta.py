@@ -35,12 +35,11 @@ from tuneloop.report.record import (
     PassKCurves,
     TagDelta,
 )
-from tuneloop.samplelog import EvalSummary, SampleRow, score_grid
+from tuneloop.samplelog import EvalSummary, SampleRow, check_comparable, score_grid
 
 Log = tuple[EvalSummary, list[SampleRow]]
 CORRECT_THRESHOLD = 0.5
 MDE_POWER = 0.8
-_BUDGET_FIELDS = ("n_samples", "max_tokens", "temperature", "top_p")
 
 
 @dataclass(frozen=True)
@@ -74,15 +73,9 @@ class PairedItems:
         return self.post.values.mean(axis=1)
 
 
-def check_comparable(pre: EvalSummary, post: EvalSummary, labels: tuple[str, str]) -> None:
-    """Refuse logs of different suite revisions, item sets or sampling budgets."""
+def check_same_items(pre: EvalSummary, post: EvalSummary, labels: tuple[str, str]) -> None:
+    """Refuse logs that evaluated different item sets (a report compares every item)."""
     a, b = labels
-    if pre.suite_revision != post.suite_revision:
-        raise InputError(
-            f"{a} and {b} were evaluated on different suite revisions "
-            f"({pre.suite_revision[:12]} vs {post.suite_revision[:12]}); re-run `tuneloop eval` "
-            "on the same suite"
-        )
     only_pre = sorted(set(pre.item_ids) - set(post.item_ids))
     only_post = sorted(set(post.item_ids) - set(pre.item_ids))
     if only_pre or only_post:
@@ -90,13 +83,6 @@ def check_comparable(pre: EvalSummary, post: EvalSummary, labels: tuple[str, str
             f"{a} and {b} cover different items: {len(only_pre)} only in {a} "
             f"(e.g. {only_pre[:3]}), {len(only_post)} only in {b} (e.g. {only_post[:3]})"
         )
-    for name in _BUDGET_FIELDS:
-        x, y = getattr(pre.sampling, name), getattr(post.sampling, name)
-        if x != y:
-            raise InputError(
-                f"{a} and {b} used different sampling settings: sampling.{name} is {x!r} in "
-                f"{a} and {y!r} in {b}; evaluate both arms with the same budget"
-            )
 
 
 def _arm(summary: EvalSummary, rows: list[SampleRow], ids: list[str], label: str) -> Arm:
@@ -112,6 +98,7 @@ def align(
 ) -> PairedItems:
     """Check comparability and lay both logs out on the same items (pre's order)."""
     check_comparable(pre[0], post[0], labels)
+    check_same_items(pre[0], post[0], labels)
     ids = list(pre[0].item_ids)
     if item_ids is not None:
         unknown = sorted(set(item_ids) - set(ids))
@@ -167,6 +154,12 @@ class Settings:
     n_resamples: int = 10_000
     permutation_resamples: int = 10_000
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.confidence < 1:
+            raise InputError(f"confidence must lie in (0, 1), got {self.confidence}")
+        if self.n_resamples < 1 or self.permutation_resamples < 1:
+            raise InputError("n_resamples and permutation_resamples must be >= 1")
 
 
 def tag_deltas(paired: PairedItems, s: Settings) -> list[TagDelta]:
@@ -281,10 +274,6 @@ def compute_delta(
     labels: tuple[str, str] = ("pre", "post"),
 ) -> DeltaReport:
     """The delta report of two loaded sample logs (pure; raises InputError if incomparable)."""
-    if not 0 < confidence < 1:
-        raise InputError(f"confidence must lie in (0, 1), got {confidence}")
-    if n_resamples < 1 or permutation_resamples < 1:
-        raise InputError("n_resamples and permutation_resamples must be >= 1")
+    settings = Settings(confidence, n_resamples, permutation_resamples, seed)  # validates
     paired = align(pre, post, item_ids, labels)
-    settings = Settings(confidence, n_resamples, permutation_resamples, seed)
     return delta_from_items(paired, settings, item_ids is not None)
