@@ -82,3 +82,37 @@ def test_missing_and_extra_files_are_reported(archived: Path) -> None:
     problems = verify_archive(archived)
     assert "run/report/delta.json: missing" in problems
     assert "run/stray.txt: not in the manifest" in problems
+
+
+def test_links_are_refused_by_verify(archived: Path, tmp_path: Path) -> None:
+    """Defect 13: verify accepted a symlink pointing out of the archive."""
+    outside = tmp_path / "secret.txt"
+    outside.write_text('{"delta": 0.25}')
+    target = archived / "run" / "report" / "delta.json"
+    target.unlink()
+    target.symlink_to(outside)  # same bytes, but not a file of the archive
+    problems = verify_archive(archived)
+    assert any("delta.json: is a link" in p for p in problems)
+    (archived / "run" / "extra").symlink_to(outside)
+    assert any("extra: is a link" in p for p in verify_archive(archived))
+
+
+def test_an_existing_archive_is_never_overwritten(archived: Path, tmp_path: Path) -> None:
+    from tuneloop.errors import PhaseFailed
+
+    cfg = LoopConfig.model_validate(
+        {
+            "base_model": str(tmp_path / "model"),
+            "suite": {"path": str(tmp_path / "suite.jsonl")},
+            "workdir": str(tmp_path / "work"),
+        }
+    )
+    before = (archived / "manifest.json").read_bytes()
+    # the same run again (a resume after the rename): accepted as it is
+    archive_run(tmp_path / "work", archived, cfg)
+    assert (archived / "manifest.json").read_bytes() == before
+    # another run under the same name, or an archive that no longer verifies: refused
+    (archived / "run" / "report" / "delta.json").write_text('{"delta": 0.99}')
+    with pytest.raises(PhaseFailed, match="never overwritten"):
+        archive_run(tmp_path / "work", archived, cfg)
+    assert (archived / "run" / "report" / "delta.json").read_text() == '{"delta": 0.99}'

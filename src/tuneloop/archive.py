@@ -10,7 +10,11 @@ which inputs). `MANIFEST.sha256` holds the manifest's own hash, so that a flippe
 anywhere — an artifact, the manifest, or that file — fails `tuneloop archive verify`.
 
 The copy is made in a temporary folder beside the target and renamed into place, so an
-archive either exists whole or not at all.
+archive either exists whole or not at all. An archive is never overwritten: a changed re-run
+is a new round with its own run id and archive; finding the target already there is only
+accepted when it verifies and is this very run (a resume after a crash at the rename). The
+workdir's `quarantine/` (outputs replaced by earlier redos) is not part of the run and is not
+copied. `verify` refuses links: every archived path must be a plain file inside the archive.
 
 Reproduce a run: `tuneloop run ROOT/RUN/inputs/loop.yaml` writes into
 `ROOT/reproduce/RUN/` (outside the archived folder), then compare its
@@ -27,11 +31,13 @@ import typer
 import yaml
 
 from tuneloop.config import LoopConfig
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.provenance import code_version, stamp
 from tuneloop.records import (
+    Record,
     atomic_write_text,
     read_json,
+    read_record,
     sha256_file,
     sha256_path,
     write_json,
@@ -40,6 +46,28 @@ from tuneloop.records import (
 MAX_MODEL_COPY_MB = 512
 MANIFEST = "manifest.json"
 MANIFEST_HASH = "MANIFEST.sha256"
+ARCHIVED_FILE = "archived.json"
+NOT_ARCHIVED = (".lock", "archive", "quarantine")
+"""Workdir entries that are not part of the run: the lock, the archive phase's own folder
+(written after the copy) and outputs earlier redos replaced."""
+
+
+class Archived(Record):
+    """Where a run was archived (the archive phase's output)."""
+
+    KIND = "archived"
+    VERSION = 1
+
+    path: str
+    """The archive folder."""
+    manifest_sha256: str
+    """sha256 of its manifest.json."""
+    run_id: str | None = None
+    """The run (round) it holds."""
+
+
+def read_archived(folder: Path) -> Archived:
+    return read_record(Path(folder) / ARCHIVED_FILE, Archived)
 
 
 def _copy_inputs(cfg: LoopConfig, dest: Path, run_name: str) -> dict[str, Any]:
@@ -90,7 +118,7 @@ def _recorded_base_hash(state: dict[str, Any]) -> str | None:
 
 def _file_table(root: Path) -> list[dict[str, Any]]:
     rows = []
-    for p in sorted(q for q in root.rglob("*") if q.is_file()):
+    for p in sorted(q for q in root.rglob("*") if q.is_file() and not q.is_symlink()):
         rel = p.relative_to(root).as_posix()
         if rel in (MANIFEST, MANIFEST_HASH) or p.name == ".lock":
             continue
@@ -99,12 +127,18 @@ def _file_table(root: Path) -> list[dict[str, Any]]:
 
 
 def archive_run(workdir: Path, target: Path, cfg: LoopConfig) -> str:
-    """Copy the run and write its manifest; returns the manifest's sha256."""
-    tmp = target.with_name(f".{target.name}.partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(workdir, tmp / "run", ignore=shutil.ignore_patterns(".lock", "archive"))
-    external = _copy_inputs(cfg, tmp / "inputs", target.name)
+    """Copy the run and write its manifest; returns the manifest's sha256.
+
+    Never overwrites: an existing target is accepted only when it verifies and holds this
+    run (a resume after a crash between the rename and the phase record).
+    """
     state = read_json(workdir / "state.json")
+    if target.exists():
+        return _existing(target, state.get("run_id"))
+    tmp = target.with_name(f".{target.name}.partial")
+    shutil.rmtree(tmp, ignore_errors=True)  # our own unfinished copy, never a user's file
+    shutil.copytree(workdir, tmp / "run", ignore=shutil.ignore_patterns(*NOT_ARCHIVED))
+    external = _copy_inputs(cfg, tmp / "inputs", target.name)
     manifest = {
         "schema": "tuneloop.manifest/1",
         "run_id": state.get("run_id"),
@@ -120,10 +154,20 @@ def archive_run(workdir: Path, target: Path, cfg: LoopConfig) -> str:
     write_json(tmp / MANIFEST, manifest)
     digest = sha256_file(tmp / MANIFEST)
     atomic_write_text(tmp / MANIFEST_HASH, f"{digest}  {MANIFEST}\n")
-    if target.exists():
-        shutil.rmtree(target)
     tmp.rename(target)
     return digest
+
+
+def _existing(target: Path, run_id: str | None) -> str:
+    problems = verify_archive(target)
+    held = read_json(target / MANIFEST).get("run_id") if not problems else None
+    if problems or held != run_id:
+        why = "; ".join(problems[:3]) if problems else f"it holds run {held!r}"
+        raise PhaseFailed(
+            f"archive {target} already exists and {why}; an archive is never overwritten — "
+            "move it away yourself if it is not needed, or archive under another root"
+        )
+    return sha256_file(target / MANIFEST)
 
 
 def verify_archive(folder: Path) -> list[str]:
@@ -142,15 +186,26 @@ def verify_archive(folder: Path) -> list[str]:
     except InputError as err:
         return [*problems, str(err)]
     listed = set()
+    root = folder.resolve()
     for row in files:
         path = folder / row["path"]
         listed.add(row["path"])
-        if not path.is_file():
+        if path.is_symlink() or any(p.is_symlink() for p in path.parents if p != folder.parent):
+            problems.append(f"{row['path']}: is a link (an archive holds plain files only)")
+        elif not path.resolve().is_relative_to(root):
+            problems.append(f"{row['path']}: points outside the archive")
+        elif not path.is_file():
             problems.append(f"{row['path']}: missing")
         elif path.stat().st_size != row["size"] or sha256_file(path) != row["sha256"]:
             problems.append(f"{row['path']}: content changed (sha256 mismatch)")
     extra = {r["path"] for r in _file_table(folder)} - listed
     problems.extend(f"{p}: not in the manifest" for p in sorted(extra))
+    links = [q for q in folder.rglob("*") if q.is_symlink()]
+    problems.extend(
+        f"{q.relative_to(folder)}: is a link (an archive holds plain files only)"
+        for q in sorted(links)
+        if str(q.relative_to(folder)) not in listed
+    )
     return problems
 
 

@@ -59,21 +59,30 @@ def test_aa_exits_1_then_second_look_exits_2_and_changes_nothing(
     assert rc == 1, out
     assert "decision: reject" in out and "significance" in out
     (verdict,) = (tmp_path / "verdicts").glob("*/verdict.json")
-    assert json.loads(verdict.read_text())["decision"] == "reject"
+    first = json.loads(verdict.read_text())
+    assert first["decision"] == "reject"
     n_gate = len(slice_ids(load_suite(suite_file), {"dev": 0.5, "gate": 0.5}, "gate"))
-    assert json.loads(verdict.read_text())["stats"]["n_items"] == n_gate
+    assert first["stats"]["n_items"] == n_gate
     log_before = (tmp_path / "EXPERIMENT-LOG.md").read_text()
     rows_before = sqlite3.connect(ledger).execute("SELECT COUNT(*) FROM verdicts").fetchone()
 
+    # the same evidence again is the same look: the stored verdict, nothing new recorded
     rc, out = tuneloop(*gate_args(log, log, suite_file, ledger))
-    assert rc == 2 and "already consumed" in out
+    assert rc == 1 and "decision: reject" in out
+    assert (tmp_path / "EXPERIMENT-LOG.md").read_text() == log_before
+    again = [json.loads(p.read_text()) for p in (tmp_path / "verdicts").glob("*/verdict.json")]
+    assert {v["decided_at"] for v in again} == {first["decided_at"]}
+
+    # other evidence on the same items is a second look: refused, nothing written
+    other = make_log("other", improved(200, every=4))
+    rc, out = tuneloop(*gate_args(log, other, suite_file, ledger))
+    assert rc == 2 and "already looked at" in out and f"{n_gate} of its {n_gate} items" in out
     assert (tmp_path / "EXPERIMENT-LOG.md").read_text() == log_before
     assert (
         sqlite3.connect(ledger).execute("SELECT COUNT(*) FROM verdicts").fetchone() == rows_before
     )
-    assert len(list((tmp_path / "verdicts").glob("*/verdict.json"))) == 1
 
-    rc, out = tuneloop(*gate_args(log, log, suite_file, ledger, "--allow-slice-reuse"))
+    rc, out = tuneloop(*gate_args(log, other, suite_file, ledger, "--allow-slice-reuse"))
     assert rc == 1 and "slice reuse explicitly allowed" in out
 
 

@@ -118,3 +118,35 @@ def test_properties(pre: list[int], post: list[int], test: str) -> None:
     # the same model never beats itself, and two models never beat each other
     assert not decide(a, a, bar=bar, bound=False).promote
     assert not (d.promote and decide(b, a, bar=bar, bound=False).promote)
+
+
+def test_non_inferiority_controls_family_wise_error_with_holm(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tuneloop.gate import rule
+
+    # two tags whose raw p-values (0.03, 0.04) each pass alpha = 0.05 alone; Holm's smallest
+    # adjusted p is 2 × 0.03 = 0.06, so neither tag may be declared non-inferior
+    raw = iter([0.03, 0.04])
+    monkeypatch.setattr(rule, "_ni_p_value", lambda *a, **k: next(raw))
+    a = np.zeros(40)
+    b = np.where(np.arange(40) % 2 == 0, 1.0, 0.0)
+    tags = [["x"] if i < 20 else ["y"] for i in range(40)]
+    d = rule.decide(a, b, bar=Bar(non_inferiority_epsilon=0.1), tags=tags)
+    ni = {c.name: c for c in d.conditions if c.name.startswith("non_inferiority")}
+    assert [c.passed for c in ni.values()] == [False, False]
+    assert ni["non_inferiority:x"].values["p_holm"] == pytest.approx(0.06)
+    assert ni["non_inferiority:y"].values["p_holm"] == pytest.approx(0.06)
+    assert "Holm-adjusted over 2 tags" in ni["non_inferiority:x"].detail
+    assert not d.promote
+
+
+def test_non_inferiority_p_value_agrees_with_the_lower_bound() -> None:
+    from tuneloop.gate import rule
+
+    rng = np.random.default_rng(3)
+    d = rng.choice([-1.0, 0.0, 1.0], size=80, p=[0.2, 0.5, 0.3])
+    for eps in (0.01, 0.05, 0.1, 0.2):
+        p = rule._ni_p_value(d, eps, seed=0, n_resamples=4000)
+        low = rule._lower_bound(np.zeros_like(d), d, 0.05, 0, 4000)
+        # the bound clears -eps exactly when the bootstrap p-value is below alpha (± one step)
+        if abs(low + eps) > 0.02:
+            assert (p < 0.05) == (low > -eps)

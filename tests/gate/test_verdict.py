@@ -48,7 +48,7 @@ def test_aa_is_rejected_and_recorded(make_log, tmp_path: Path) -> None:  # type:
     assert v.stats["delta"] == 0 and v.stats["p_value"] == 1.0
     on_disk = read_record(tmp_path / "out" / "r1" / "verdict.json", GateVerdict)
     assert on_disk == v
-    assert on_disk.to_json()["schema"] == "tuneloop.verdict/1"
+    assert on_disk.to_json()["schema"] == "tuneloop.verdict/2"
     text = (tmp_path / "EXPERIMENT-LOG.md").read_text()
     assert "run `r1` — **reject**" in text and "Slice consumed: slice `gate`" in text
     assert champion_history(tmp_path / "ledger.db") == []
@@ -73,15 +73,16 @@ def test_promotion_creates_a_champion_version(make_log, tmp_path: Path) -> None:
 def test_consumed_slice_is_refused_and_nothing_changes(make_log, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     champ = make_log("champ", flat(200, 0.0))
     chall = make_log("chall", improved(200, every=2))
+    other = make_log("other", improved(200, every=3))
     run(champ, chall, tmp_path, "r1")
     before = snapshot(tmp_path)
-    with pytest.raises(InputError, match="already consumed by run 'r1'"):
-        run(champ, chall, tmp_path, "r2")
+    with pytest.raises(InputError, match=r"90 of its 90 items were already looked at .*runs r1"):
+        run(champ, other, tmp_path, "r2")
     # the same items under another name are the same look
-    with pytest.raises(InputError, match="already consumed"):
+    with pytest.raises(InputError, match="already looked at"):
         adjudicate(
             champ,
-            chall,
+            other,
             bar=Bar(),
             slice_name="renamed",
             item_ids=SLICE,
@@ -96,7 +97,8 @@ def test_allowed_reuse_is_recorded(make_log, tmp_path: Path) -> None:  # type: i
     champ = make_log("champ", flat(200, 0.0))
     chall = make_log("chall", improved(200, every=2))
     run(champ, chall, tmp_path, "r1")
-    v = run(champ, chall, tmp_path, "r2", allow_slice_reuse=True)
+    other = make_log("other", improved(200, every=3))
+    v = run(champ, other, tmp_path, "r2", allow_slice_reuse=True)
     assert v.slice_reuse is not None and v.slice_reuse.previous_runs == ["r1"]
     assert "**reused**" in (tmp_path / "EXPERIMENT-LOG.md").read_text()
     con = sqlite3.connect(tmp_path / "ledger.db")

@@ -4,6 +4,7 @@
         --suite examples/arith/suite.jsonl [--bar bar.yaml] [--ledger ledger.db]
     tuneloop champion [--ledger ledger.db] [--json]
     tuneloop approve RUN [--ledger ledger.db]
+    tuneloop ledger reset LEDGER --reason "..."  [--who NAME]
 
 Exit status of `gate`: 0 promote, 1 reject, 2 usage or input error (incomparable logs,
 consumed slice, bad bar), 3 awaiting approval (the rule said promote but `--require-approval`
@@ -167,3 +168,44 @@ def approve(
 
     version = approve_run(run, ledger)
     typer.echo(f"approved {run}: champion v{version}")
+
+
+ledger_app = typer.Typer(help="Inspect or reset the gate ledger.", no_args_is_help=True)
+
+
+@ledger_app.command("reset")
+def reset(
+    ledger: Annotated[Path, typer.Argument(help="The ledger file (gate.ledger).")],
+    reason: Annotated[str, typer.Option(help="Why; written to the experiment log.")],
+    who: Annotated[str | None, typer.Option(help="Who resets; default the login name.")] = None,
+) -> None:
+    """Start a new one-look history on purpose: earlier looks stop counting, stay on record.
+
+    Nothing is deleted — verdicts, champions and consumed items stay in the ledger — and the
+    reset (who, when, why) is appended to EXPERIMENT-LOG.md beside it.
+    """
+    from tuneloop.gate.ledger import default_user
+    from tuneloop.gate.promotion import reset_one_look
+
+    at = reset_one_look(ledger, who or default_user(), reason)
+    typer.echo(f"one-look history of {ledger} reset at {at}; recorded in the experiment log")
+
+
+@ledger_app.command("consumed")
+def consumed(
+    ledger: Annotated[Path, typer.Argument(help="The ledger file (gate.ledger).")],
+) -> None:
+    """How many items each suite revision has had looked at since the last reset."""
+    from tuneloop.gate import ledger as store
+
+    if not ledger.exists():
+        raise InputError(f"{ledger}: no ledger here; the loop's gate phase creates it")
+    conn = store.connect(ledger)
+    try:
+        rows = store.consumed_summary(conn)
+    finally:
+        conn.close()
+    if not rows:
+        typer.echo(f"no items consumed in {ledger} since its last reset")
+    for revision, n_items, n_runs in rows:
+        typer.echo(f"suite {revision[:12]}: {n_items} items looked at by {n_runs} run(s)")

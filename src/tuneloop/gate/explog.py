@@ -73,6 +73,8 @@ def verdict_entry(v: dict[str, Any]) -> str:
     if v.get("new_champion_version"):
         desc = describe(v.get("challenger_descriptor") or {})
         lines.append(f"- New champion: v{v['new_champion_version']} — {desc}")
+    elif v["decision"] == "promote":
+        lines.append("- Promotion pending: the champion changes once the run is archived")
     return "\n".join(lines) + "\n"
 
 
@@ -80,6 +82,14 @@ def approval_entry(run_id: str, at: str, version: int, descriptor: dict[str, Any
     return (
         f"## {at} — approval of run `{run_id}` — **promote**\n\n"
         f"- New champion: v{version} — {describe(descriptor)}\n"
+    )
+
+
+def promotion_entry(run_id: str, at: str, version: int, descriptor: dict[str, Any]) -> str:
+    where = descriptor.get("location") or "as described"
+    return (
+        f"## {at} — promotion of run `{run_id}`\n\n"
+        f"- New champion: v{version} — {describe(descriptor)} ({where})\n"
     )
 
 

@@ -1,18 +1,28 @@
-"""The gate ledger: consumed slices, champion versions, verdicts and approvals, in SQLite.
+"""The gate ledger: consumed items, sealed bars, verdicts, champions and approvals, in SQLite.
 
 One file (stdlib `sqlite3`, WAL journal so readers never block the writer). Every change of a
-round — the slice it consumed, its verdict, the new champion version — is written in one
-`BEGIN IMMEDIATE` transaction, so a crash leaves either all of them or none. Rows are only
-ever inserted: a re-promotion is a new champion version, an approval a new row.
+round — the items it consumed and its verdict — is written in one `BEGIN IMMEDIATE`
+transaction, so a crash leaves either all of them or none. Rows are only ever inserted: a
+re-promotion is a new champion version, an approval a new row, a reset of the one-look
+history a `resets` row (earlier looks stay on record; they just stop counting).
 
-A slice is identified by its name and suite revision, and also by the hash of its item ids
-(the same items under another name are the same look). Once consumed it is refused unless
-reuse is explicitly allowed, and an allowed reuse is recorded as such.
+One-look is kept per ITEM, not per slice: every item id a verdict looked at is stored with
+its suite revision, and a slice that overlaps any of them is refused with the count — so
+changing the slice fractions cannot make a "fresh" slice out of consumed items.
+
+A verdict is stored with the sha256 of its evidence (both logs, both models, the bar, the
+items); it is found again only by that hash (`verdict_for_evidence`), which is how a resumed
+round reuses its decision and a changed round never does.
+
+Schema version 2 (this module) upgrades a version-1 file in place by adding tables and a
+column; nothing is rewritten. A file that is not a SQLite database is refused with an
+`InputError` naming it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from tuneloop.errors import InputError
+
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,6 +68,33 @@ CREATE TABLE IF NOT EXISTS approvals (
     approved_at TEXT NOT NULL,
     champion_version INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS consumed_items (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    suite_revision TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    consumed_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS consumed_item ON consumed_items (suite_revision, item_id);
+CREATE TABLE IF NOT EXISTS sealed_bars (
+    seal_id TEXT PRIMARY KEY,
+    bar_sha256 TEXT NOT NULL,
+    record TEXT NOT NULL,
+    sealed_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS promotable (
+    run_id TEXT PRIMARY KEY,
+    descriptor TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS resets (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    reset_at TEXT NOT NULL,
+    who TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    items_upto INTEGER NOT NULL,
+    slices_upto INTEGER NOT NULL
+);
 """
 
 
@@ -80,19 +119,58 @@ class Consumption:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) the ledger; transactions are explicit (`transaction`)."""
+    """Open (creating if needed) the ledger; transactions are explicit (`transaction`).
+
+    A file that is not a tuneloop ledger (not SQLite, truncated, a folder, unwritable) or was
+    written by a newer tuneloop raises `InputError` naming it; nothing is written to it.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.executescript(_SCHEMA)
-    conn.execute(
-        "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-        (str(SCHEMA_VERSION),),
-    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        if _check_version(conn, path) != SCHEMA_VERSION:
+            conn.executescript(_SCHEMA)
+            _upgrade(conn)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+    except sqlite3.DatabaseError as err:
+        raise InputError(
+            f"{path}: not a readable tuneloop ledger ({err}); it is never overwritten — "
+            "restore it from a backup, or point gate.ledger at another file"
+        ) from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot open the ledger: {err.strerror or err}") from None
     return conn
+
+
+def _check_version(conn: sqlite3.Connection, path: Path) -> int:
+    """The file's schema version (0 for a new file); refuse one newer than this code."""
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if not has_meta:
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    version = int(row["value"]) if row is not None else 0
+    if version > SCHEMA_VERSION:
+        raise InputError(
+            f"{path}: ledger schema version {version} is newer than this tuneloop "
+            f"understands ({SCHEMA_VERSION}); upgrade tuneloop"
+        )
+    return version
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """Version 1 → 2: the evidence column on verdicts (old verdicts have none: never reused)."""
+    columns = {r["name"] for r in conn.execute("PRAGMA table_info(verdicts)").fetchall()}
+    if "evidence_sha256" not in columns:
+        conn.execute("ALTER TABLE verdicts ADD COLUMN evidence_sha256 TEXT")
+    conn.execute("CREATE INDEX IF NOT EXISTS verdict_evidence ON verdicts (evidence_sha256)")
 
 
 @contextmanager
@@ -111,10 +189,11 @@ def consumptions(
     conn: sqlite3.Connection, slice_name: str, suite_revision: str, items_sha256: str
 ) -> list[Consumption]:
     """Earlier looks at this slice (same name and revision, or the same item set)."""
+    reset = last_reset(conn)
     rows = conn.execute(
-        "SELECT * FROM consumed_slices WHERE (slice = ? AND suite_revision = ?) "
-        "OR items_sha256 = ? ORDER BY id",
-        (slice_name, suite_revision, items_sha256),
+        "SELECT * FROM consumed_slices WHERE ((slice = ? AND suite_revision = ?) "
+        "OR items_sha256 = ?) AND id > ? ORDER BY id",
+        (slice_name, suite_revision, items_sha256, reset["slices_upto"] if reset else 0),
     ).fetchall()
     return [
         Consumption(
@@ -148,8 +227,8 @@ def consume(conn: sqlite3.Connection, c: Consumption) -> None:
 
 def add_verdict(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
     conn.execute(
-        "INSERT INTO verdicts (run_id, decided_at, slice, suite_revision, decision, record) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO verdicts (run_id, decided_at, slice, suite_revision, decision, record, "
+        "evidence_sha256) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
             record["run_id"],
             record["decided_at"],
@@ -157,8 +236,120 @@ def add_verdict(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
             record["suite_revision"],
             record["decision"],
             json.dumps(record, ensure_ascii=False),
+            record.get("evidence_sha256"),
         ),
     )
+
+
+def verdict_for_evidence(conn: sqlite3.Connection, evidence_sha256: str) -> dict[str, Any] | None:
+    """The verdict that judged exactly this evidence, or None."""
+    row = conn.execute(
+        "SELECT record FROM verdicts WHERE evidence_sha256 = ? ORDER BY rowid LIMIT 1",
+        (evidence_sha256,),
+    ).fetchone()
+    return json.loads(row["record"]) if row else None
+
+
+def last_reset(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    row = conn.execute("SELECT * FROM resets ORDER BY id DESC LIMIT 1").fetchone()
+    return dict(row) if row else None
+
+
+def consumed_items(
+    conn: sqlite3.Connection, suite_revision: str, item_ids: list[str]
+) -> dict[str, tuple[str, str]]:
+    """Item id → (run id, consumed at) for the given items looked at since the last reset."""
+    reset = last_reset(conn)
+    wanted = set(item_ids)
+    rows = conn.execute(
+        "SELECT item_id, run_id, consumed_at FROM consumed_items "
+        "WHERE suite_revision = ? AND id > ? ORDER BY id",
+        (suite_revision, reset["items_upto"] if reset else 0),
+    ).fetchall()
+    out: dict[str, tuple[str, str]] = {}
+    for r in rows:
+        if r["item_id"] in wanted and r["item_id"] not in out:
+            out[r["item_id"]] = (r["run_id"], r["consumed_at"])
+    return out
+
+
+def consumed_summary(conn: sqlite3.Connection) -> list[tuple[str, int, int]]:
+    """(suite revision, items, runs) looked at since the last reset."""
+    reset = last_reset(conn)
+    rows = conn.execute(
+        "SELECT suite_revision, COUNT(DISTINCT item_id) AS n, COUNT(DISTINCT run_id) AS runs "
+        "FROM consumed_items WHERE id > ? GROUP BY suite_revision ORDER BY suite_revision",
+        (reset["items_upto"] if reset else 0,),
+    ).fetchall()
+    return [(r["suite_revision"], r["n"], r["runs"]) for r in rows]
+
+
+def consume_items(
+    conn: sqlite3.Connection, suite_revision: str, item_ids: list[str], run_id: str, at: str
+) -> None:
+    conn.executemany(
+        "INSERT INTO consumed_items (suite_revision, item_id, run_id, consumed_at) "
+        "VALUES (?, ?, ?, ?)",
+        [(suite_revision, i, run_id, at) for i in item_ids],
+    )
+
+
+def add_reset(conn: sqlite3.Connection, at: str, who: str, reason: str) -> None:
+    """Looks recorded so far stop counting for the one-look rule; they stay in the file."""
+    items = conn.execute("SELECT COALESCE(MAX(id), 0) FROM consumed_items").fetchone()[0]
+    slices = conn.execute("SELECT COALESCE(MAX(id), 0) FROM consumed_slices").fetchone()[0]
+    conn.execute(
+        "INSERT INTO resets (reset_at, who, reason, items_upto, slices_upto) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (at, who, reason, items, slices),
+    )
+
+
+def seal(conn: sqlite3.Connection, seal_id: str, record: dict[str, Any], at: str) -> None:
+    conn.execute(
+        "INSERT INTO sealed_bars (seal_id, bar_sha256, record, sealed_at) VALUES (?, ?, ?, ?)",
+        (seal_id, record["bar_sha256"], json.dumps(record, ensure_ascii=False), at),
+    )
+
+
+def sealed(conn: sqlite3.Connection, seal_id: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT * FROM sealed_bars WHERE seal_id = ?", (seal_id,)).fetchone()
+    if row is None:
+        return None
+    return {**json.loads(row["record"]), "sealed_at": row["sealed_at"]}
+
+
+def add_promotable(
+    conn: sqlite3.Connection, run_id: str, descriptor: dict[str, Any], at: str
+) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO promotable (run_id, descriptor, recorded_at) VALUES (?, ?, ?)",
+        (run_id, json.dumps(descriptor, ensure_ascii=False), at),
+    )
+
+
+def promotable(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
+    """The verified, final-place descriptor of a run's challenger, once its run finished."""
+    row = conn.execute("SELECT descriptor FROM promotable WHERE run_id = ?", (run_id,)).fetchone()
+    return json.loads(row["descriptor"]) if row else None
+
+
+def champion_of_run(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
+    """The champion version a run's promotion created, if any."""
+    return next((c for c in champions(conn) if c["run_id"] == run_id), None)
+
+
+def default_user() -> str:
+    """Who ran a command, for the record (login name, else the uid)."""
+    try:
+        return os.getlogin()
+    except OSError:
+        import pwd
+
+        try:
+            return pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:
+            return os.environ.get("USER") or f"uid {os.getuid()}"
 
 
 def verdict(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:

@@ -1,9 +1,16 @@
-"""Champion versions outside a gate round: approve a pending promotion, register a base, show.
+"""Champion versions after a decision: promote, approve, register a base, reset, show.
 
-`approve(run_id)` completes a verdict that stopped at `awaiting_approval`: the challenger's
-descriptor from that verdict becomes the next champion version, and the approval is recorded
+`promote(ledger, verdict, descriptor)` is the LAST step of a loop round: the caller has put
+the challenger in its final place (the archive) and verified it; only then does the ledger
+name it champion (decision `promote`), or record where it lies so that a later `approve` can
+(`awaiting_approval`). It is idempotent: a resumed round finds its champion version again.
+A crash before it leaves the old champion in charge.
+
+`approve(run_id)` completes a verdict that stopped at `awaiting_approval`: the descriptor its
+round recorded as final becomes the next champion version, and the approval is recorded
 (once — approving twice is refused). `register_champion` records a champion that did not come
 through the gate (the base model a loop starts from) so that later verdicts can name it.
+`reset_one_look` starts a new one-look history on purpose, recording who and why.
 """
 
 from __future__ import annotations
@@ -14,7 +21,87 @@ from typing import Any
 from tuneloop.errors import InputError
 from tuneloop.gate import explog, ledger
 from tuneloop.gate.champion import parse_descriptor
-from tuneloop.gate.verdict import now
+from tuneloop.gate.verdict import GateVerdict, now
+from tuneloop.records import Record
+
+
+class Promotion(Record):
+    """What the last step of a round did with its verdict."""
+
+    KIND = "promotion"
+    VERSION = 1
+
+    run_id: str
+    """The run whose verdict this is."""
+    decision: str
+    """The verdict's decision."""
+    champion_version: int | None
+    """The champion version the promotion created (or found again); None unless promoted."""
+    descriptor: dict[str, Any]
+    """Where the challenger lies, verified, in its final place."""
+    at: str
+    """ISO-8601 UTC time of this step."""
+
+
+def promote(ledger_path: Path, verdict: GateVerdict, descriptor: dict[str, Any]) -> Promotion:
+    """Name the challenger champion (decision promote) now that it is in its final place."""
+    data = parse_descriptor(descriptor, "challenger descriptor").model_dump(mode="json")
+    conn = ledger.connect(Path(ledger_path))
+    at = now()
+    version: int | None = None
+    try:
+        with ledger.transaction(conn):
+            ledger.add_promotable(conn, verdict.run_id, data, at)
+            if verdict.decision == "promote":
+                found = ledger.champion_of_run(conn, verdict.run_id)
+                version = found["version"] if found else None
+                if version is None:
+                    version = ledger.add_champion(
+                        conn, data, run_id=verdict.run_id, at=at, via="gate"
+                    )
+                    _log_promotion(ledger_path, verdict.run_id, at, version, data)
+    finally:
+        conn.close()
+    return Promotion(
+        run_id=verdict.run_id,
+        decision=verdict.decision,
+        champion_version=version,
+        descriptor=data,
+        at=at,
+    )
+
+
+def _log_promotion(
+    ledger_path: Path, run_id: str, at: str, version: int, descriptor: dict[str, Any]
+) -> None:
+    explog.append_entry(
+        explog.log_path(ledger_path),
+        f"promotion {run_id}",
+        explog.promotion_entry(run_id, at, version, descriptor),
+    )
+
+
+def reset_one_look(ledger_path: Path, who: str, reason: str) -> str:
+    """Forget earlier looks for the one-look rule, on purpose and on the record."""
+    ledger_path = Path(ledger_path)
+    if not reason.strip():
+        raise InputError("a reset needs a reason (--reason): it goes into the experiment log")
+    if not ledger_path.exists():
+        raise InputError(f"{ledger_path}: no ledger here; nothing to reset")
+    conn = ledger.connect(ledger_path)
+    at = now()
+    try:
+        with ledger.transaction(conn):
+            ledger.add_reset(conn, at, who, reason)
+    finally:
+        conn.close()
+    explog.append_entry(
+        explog.log_path(ledger_path),
+        f"reset {at}",
+        f"## {at} — one-look history reset by {who}\n\n- Reason: {reason}\n"
+        "- Verdicts, champions and consumed items before this point stay in the ledger.\n",
+    )
+    return at
 
 
 def approve(run_id: str, ledger_path: Path) -> int:
@@ -40,7 +127,12 @@ def approve(run_id: str, ledger_path: Path) -> int:
                     f"(champion v{done['champion_version']})"
                 )
             at = now()
-            descriptor = stored["challenger_descriptor"]
+            descriptor = ledger.promotable(conn, run_id)
+            if descriptor is None:
+                raise InputError(
+                    f"run {run_id!r} has not put its challenger in its final place yet; "
+                    "finish its run (`tuneloop run CONFIG`: archive and promote) first"
+                )
             version = ledger.add_champion(conn, descriptor, run_id=run_id, at=at, via="approval")
             ledger.add_approval(conn, run_id, at, version)
     finally:

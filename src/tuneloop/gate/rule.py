@@ -20,9 +20,14 @@ condition with the numbers behind it:
    (for one binary sample per item it equals the exact McNemar test).
 4. `margin`: the point estimate Δ ≥ margin.
 5. `non_inferiority:<tag>` (only when non_inferiority_epsilon ε is set), for every tag on the
-   slice: the one-sided (1 - alpha) lower confidence bound of the tag's mean d_i — the lower
-   end of the two-sided (1 - 2·alpha) paired bootstrap percentile interval (Koehn 2004) —
-   is > -ε. A tag with fewer than 2 items cannot be bounded and fails (fail closed).
+   slice: H0 "the tag's mean d_i ≤ -ε" is rejected. Each tag's one-sided p-value is the
+   paired bootstrap's (Koehn 2004): p_t = (1 + #{resampled means ≤ -ε}) / (1 + B); the m
+   tags' p-values are adjusted together by Holm's step-down procedure (Holm 1979), and a tag
+   passes when its adjusted p-value is < alpha. So the chance that ANY tag is wrongly declared
+   non-inferior is ≤ alpha (family-wise), not alpha per tag. The verdict lists, per tag, Δ,
+   the raw and Holm-adjusted p-values and the informational one-sided (1 - alpha) lower bound
+   (the lower end of the (1 - 2·alpha) percentile interval). A tag with fewer than 2 items
+   cannot be bounded and fails (fail closed).
 
 Why the margin is judged on the point estimate and not on the lower bound (a deliberate
 choice): the false-promotion guarantee that matters — a challenger that is truly no better
@@ -34,8 +39,11 @@ but too small to matter. The cost, stated plainly: a challenger whose true Δ eq
 margin passes condition 4 about half the time. The one-sided lower bound on Δ is computed
 and reported in every verdict so a reader can see how far the evidence goes.
 
-Requiring every tag to pass (an intersection-union test, Berger 1982) needs no multiplicity
-correction to keep the overall false-promotion rate ≤ alpha; it only makes promotion harder.
+Requiring every tag to pass is an intersection-union test (Berger 1982), which on its own
+would keep the false-promotion rate ≤ alpha without any correction. Holm is applied anyway,
+deliberately: each tag's "non-inferior" line is a claim a reader acts on (ship for that user
+group), and with many tags those claims would otherwise be wrong for some tag far more often
+than alpha. The cost: with m tags, promotion needs the smallest tag p-value below alpha/m.
 
 The caller turns `promote` into `awaiting_approval` when approval is required; this module
 does no I/O and knows nothing of files, ledgers or configs.
@@ -235,21 +243,38 @@ def _non_inferiority(
     for i, item_tags in enumerate(tags):
         for tag in item_tags:
             by_tag.setdefault(tag, []).append(i)
+    tested = {t: np.array(ix) for t, ix in sorted(by_tag.items()) if len(ix) >= MIN_TAG_ITEMS}
+    raw = {t: _ni_p_value(b[ix] - a[ix], eps, seed, n_resamples) for t, ix in tested.items()}
+    holm = dict(zip(raw, stats.holm_adjust(list(raw.values())), strict=True))
     out = []
     for tag in sorted(by_tag):
         idx = np.array(by_tag[tag])
         delta = float((b[idx] - a[idx]).mean())
         values: dict[str, Any] = {"n_items": int(idx.size), "delta": delta, "epsilon": eps}
-        if idx.size < MIN_TAG_ITEMS:
+        if tag not in tested:
             detail = f"tag {tag!r}: {idx.size} item — too few to bound its Δ (need {MIN_TAG_ITEMS})"
             out.append(Condition(f"non_inferiority:{tag}", False, detail, values))
             continue
         low = _lower_bound(a[idx], b[idx], bar.alpha, seed, n_resamples)
-        ok = low > -eps
-        values["lower_bound"] = low
+        ok = holm[tag] < bar.alpha
+        values |= {
+            "lower_bound": low,
+            "p_value": raw[tag],
+            "p_holm": holm[tag],
+            "n_tags": len(tested),
+            "correction": "holm",
+        }
         detail = (
-            f"tag {tag!r} ({idx.size} items): Δ = {delta:+.4f}, {1 - bar.alpha:.0%} lower bound "
-            f"{low:+.4f} ({'>' if ok else '≤'} -ε = {-eps:g})"
+            f"tag {tag!r} ({idx.size} items): Δ = {delta:+.4f}, H0 Δ ≤ -ε = {-eps:g}: "
+            f"p = {raw[tag]:.4g}, Holm-adjusted over {len(tested)} tags p = {holm[tag]:.4g} "
+            f"({'<' if ok else '≥'} alpha {bar.alpha:g}); {1 - bar.alpha:.0%} lower bound "
+            f"{low:+.4f}"
         )
         out.append(Condition(f"non_inferiority:{tag}", ok, detail, values))
     return out
+
+
+def _ni_p_value(d: np.ndarray, eps: float, seed: int, n_resamples: int) -> float:
+    """One-sided bootstrap p-value of H0 "mean d ≤ -eps" (resampled items; +1 correction)."""
+    means = stats.bootstrap_means(d, n_resamples=n_resamples, seed=seed)
+    return float((1 + np.count_nonzero(means <= -eps + 1e-12)) / (1 + n_resamples))

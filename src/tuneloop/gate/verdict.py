@@ -4,23 +4,28 @@ This is the thin I/O shell around `tuneloop.gate.rule.decide`. Order of work, ch
 refusal changes nothing and a crash never leaves a half-recorded round:
 
 1. read and align both logs (refuse incomparable logs: `InputError`, exit 2);
-2. refuse a consumed slice unless reuse is allowed (nothing written);
-3. apply the pure rule;
-4. in one ledger transaction: the slice consumption, the verdict, and — on promote — the new
-   champion version;
-5. write `out_dir/verdict.json` atomically and append the `EXPERIMENT-LOG.md` entry.
+2. hash the evidence — both logs' bytes, both models, the bar, the slice's item ids — and
+   return the stored verdict if the ledger already holds one for exactly this evidence (a
+   resumed round: the same look, not a second one);
+3. check the sealed bar, when one was sealed (`tuneloop.gate.seal`);
+4. refuse a slice any of whose items an earlier verdict looked at, unless reuse is allowed
+   (nothing written);
+5. apply the pure rule;
+6. in one ledger transaction: the consumed items, the verdict and — only when `promote=True`
+   (the standalone `tuneloop gate`, whose artifact is whatever the caller names) — the new
+   champion version. The loop promotes later, after the artifact is archived and verified
+   (`tuneloop.gate.promotion.promote`);
+7. write `out_dir/verdict.json` atomically and append the `EXPERIMENT-LOG.md` entry.
 
-If the process dies after 4, running the same `run_id` again finds its verdict in the ledger
-and only re-writes the files of step 5 (the loop resumes a phase by re-running it).
+A verdict is never reused for other evidence: a run id that already has a verdict on other
+logs, models or bar is refused ("a changed run is a new round").
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import Any
 
 from tuneloop.errors import InputError
 from tuneloop.gate import explog, ledger
@@ -28,100 +33,20 @@ from tuneloop.gate.arms import Arm, load_arms
 from tuneloop.gate.bar import Bar
 from tuneloop.gate.champion import parse_descriptor
 from tuneloop.gate.rule import Decision, decide, item_scores
-from tuneloop.records import Record, canonical_json, parse_record, sha256_bytes, write_record
+from tuneloop.gate.seal import SealedBar, check_seal
+from tuneloop.gate.seal import items_sha256 as items_sha256
+from tuneloop.gate.verdict_record import (
+    ArmSummary,
+    ConditionResult,
+    Evidence,
+    GateVerdict,
+    Outcome,
+    SliceReuse,
+    log_sha256,
+)
+from tuneloop.records import parse_record, write_record
 
 VERDICT_FILE = "verdict.json"
-Outcome = Literal["promote", "reject", "awaiting_approval"]
-
-
-class ArmSummary(BaseModel):
-    """One arm as the verdict reports it."""
-
-    log: str
-    """The sample-log folder."""
-    model: str
-    """Model identity from the log's summary."""
-    mean: float | None
-    """Mean item score on the bar's metric over the slice."""
-    unscored: int
-    """(item, sample) keys without a scored completion."""
-    missing_fraction: float
-    """unscored / (items × samples)."""
-
-
-class ConditionResult(BaseModel):
-    """One condition of the rule (see `tuneloop.gate.rule`)."""
-
-    name: str
-    """Condition name."""
-    passed: bool
-    """Whether it held."""
-    detail: str
-    """The numbers and the threshold, in words."""
-    values: dict[str, Any] = {}
-    """The numbers, for machines."""
-
-
-class SliceReuse(BaseModel):
-    """Present when the slice had been consumed before and reuse was explicitly allowed."""
-
-    previous_runs: list[str]
-    """Runs that looked at this slice earlier."""
-    previous_at: list[str]
-    """When they looked."""
-
-
-class GateVerdict(Record):
-    """The outcome of one gate round."""
-
-    KIND = "verdict"
-    VERSION = 1
-
-    run_id: str
-    """The run being adjudicated."""
-    decided_at: str
-    """ISO-8601 UTC time of the decision."""
-    decision: Outcome
-    """promote, reject, or awaiting_approval (the rule said promote; approval is required)."""
-    reasons: list[str]
-    """Every failed condition, in words (empty unless rejected)."""
-    conditions: list[ConditionResult]
-    """Every condition with the numbers behind it."""
-    stats: dict[str, Any]
-    """n_items, arm means, delta, p_value, one-sided lower bound, wins/losses/ties."""
-    bar: dict[str, Any]
-    """The bar the round was judged against."""
-    bar_sha256: str
-    """Hash of the bar's canonical JSON."""
-    slice: str
-    """The gate slice's name."""
-    suite_revision: str
-    """The suite revision both logs were evaluated on."""
-    items_sha256: str
-    """Hash of the slice's sorted item ids (the slice's identity in the ledger)."""
-    sampling: dict[str, Any]
-    """The shared sampling budget of both logs."""
-    champion: ArmSummary
-    challenger: ArmSummary
-    champion_version: int | None
-    """Ledger champion version in service when the round was decided (None: none yet)."""
-    new_champion_version: int | None = None
-    """The version created by this promotion, if any."""
-    challenger_descriptor: dict[str, Any] | None = None
-    """What becomes the champion on promotion."""
-    slice_reuse: SliceReuse | None = None
-    """Set when the slice had been consumed before and reuse was allowed."""
-    seed: int = 0
-    """Seed of the permutation test and bootstrap."""
-    bar_registered_at: str | None = None
-    """When the bar was fixed (bar file mtime, or config time), as the caller reported it."""
-    warnings: list[str] = []
-    """Things a reviewer should know that do not change the decision (e.g. a bar fixed after
-    the challenger's evaluation started)."""
-
-
-def items_sha256(item_ids: list[str]) -> str:
-    return sha256_bytes(canonical_json(sorted(item_ids)).encode())
 
 
 def now() -> str:
@@ -143,35 +68,49 @@ def adjudicate(
     challenger_descriptor: dict[str, Any] | None = None,
     seed: int = 0,
     bar_registered_at: str | None = None,
+    models: tuple[str, str] | None = None,
+    sealed: SealedBar | None = None,
+    promote: bool = True,
 ) -> GateVerdict:
     """Decide champion vs challenger on a fresh slice; record and return the verdict.
 
-    Raises `InputError` (exit 2, nothing written) for incomparable logs, a bad descriptor,
-    or a consumed slice without `allow_slice_reuse`.
+    `models` are the (champion, challenger) model hashes; `sealed` the bar sealed before the
+    challenger's evaluation. Raises `InputError` (exit 2, nothing written) for incomparable
+    logs, a bad descriptor, a bar other than the sealed one, a run id already judged on other
+    evidence, or consumed items without `allow_slice_reuse`.
     """
     champ, chall = load_arms(champion_log, challenger_log, item_ids)
     _check_k(bar, champ)
     descriptor = _descriptor(challenger_descriptor, chall, run_id)
-    revision = champ.summary.suite_revision
-    items_hash = items_sha256(item_ids)
+    evidence = Evidence(
+        champion_log_sha256=log_sha256(champion_log),
+        challenger_log_sha256=log_sha256(challenger_log),
+        champion_model=models[0] if models else champ.summary.model,
+        challenger_model=models[1] if models else chall.summary.model,
+        bar_sha256=bar.sha256(),
+        items_sha256=items_sha256(item_ids),
+        suite_revision=champ.summary.suite_revision,
+    )
     conn = ledger.connect(ledger_path)
     try:
-        stored = _stored_verdict(conn, run_id, items_hash, ledger_path)
+        stored = _stored_verdict(conn, evidence, run_id, ledger_path)
         if stored is not None:
             _write_outputs(stored, ledger_path, out_dir)
             return stored
-        previous = _check_slice(conn, slice_name, revision, items_hash, allow_slice_reuse)
+        if sealed is not None:
+            check_seal(sealed, bar, slice_name, item_ids, ledger_path)
+        previous = _check_items(conn, slice_name, evidence, item_ids, allow_slice_reuse)
         decision = _decide(champ, chall, bar, seed)
         with ledger.transaction(conn):
             # Re-check inside the write lock: another process may have looked meanwhile.
-            previous = _check_slice(conn, slice_name, revision, items_hash, allow_slice_reuse)
+            previous = _check_items(conn, slice_name, evidence, item_ids, allow_slice_reuse)
             verdict = _verdict(
                 decision,
                 champ,
                 chall,
                 bar=bar,
                 slice_name=slice_name,
-                items_hash=items_hash,
+                items_hash=evidence.items_sha256,
                 run_id=run_id,
                 require_approval=require_approval,
                 descriptor=descriptor,
@@ -180,8 +119,13 @@ def adjudicate(
                 champion=ledger.current_champion(conn),
             )
             verdict.bar_registered_at = bar_registered_at
-            verdict.warnings = preregistration_warnings(bar_registered_at, chall.summary.started_at)
-            _record(conn, verdict, len(item_ids), bool(previous))
+            verdict.warnings = preregistration_warnings(
+                sealed.sealed_at if sealed else bar_registered_at, chall.summary.started_at
+            )
+            verdict.evidence, verdict.evidence_sha256 = evidence, evidence.sha256()
+            verdict.item_ids = sorted(item_ids)
+            verdict.sealed_at = sealed.sealed_at if sealed else None
+            _record(conn, verdict, bool(previous), promote)
     finally:
         conn.close()
     _write_outputs(verdict, ledger_path, out_dir)
@@ -189,18 +133,25 @@ def adjudicate(
 
 
 def _stored_verdict(
-    conn: Any, run_id: str, items_hash: str, ledger_path: Path
+    conn: Any, evidence: Evidence, run_id: str, ledger_path: Path
 ) -> GateVerdict | None:
-    """The verdict this run already has on this slice (a resumed phase), or None."""
-    stored = ledger.verdict(conn, run_id)
-    if stored is None:
-        return None
-    if stored["items_sha256"] != items_hash:
+    """The verdict that judged exactly this evidence (a resumed round), or None.
+
+    A run id that already has a verdict on other evidence is refused: a verdict belongs to
+    what it judged, and a changed run is a new round with a new run id.
+    """
+    stored = ledger.verdict_for_evidence(conn, evidence.sha256())
+    if stored is not None:
+        return parse_record(stored, GateVerdict, f"{ledger_path} (run {stored['run_id']})")
+    other = ledger.verdict(conn, run_id)
+    if other is not None:
         raise InputError(
-            f"run {run_id!r} already has a verdict in {ledger_path} on slice "
-            f"{stored['slice']!r}; a run is adjudicated once — use a new run id"
+            f"run {run_id!r} already has a verdict in {ledger_path} (decided "
+            f"{other['decided_at']}: {other['decision']}) on other evidence — other logs, "
+            "models, bar or items. A verdict is never reused for evidence it did not judge: "
+            "a changed run is a new round (`tuneloop run` starts one) with a new run id"
         )
-    return parse_record(stored, GateVerdict, f"{ledger_path} (run {run_id})")
+    return None
 
 
 def preregistration_warnings(bar_at: str | None, post_started_at: str | None) -> list[str]:
@@ -232,18 +183,29 @@ def _descriptor(given: dict[str, Any] | None, chall: Arm, run_id: str) -> dict[s
     return parse_descriptor(data, "challenger descriptor").model_dump(mode="json")
 
 
-def _check_slice(
-    conn: Any, slice_name: str, revision: str, items_hash: str, allow: bool
+def _check_items(
+    conn: Any, slice_name: str, evidence: Evidence, item_ids: list[str], allow: bool
 ) -> list[ledger.Consumption]:
-    previous = ledger.consumptions(conn, slice_name, revision, items_hash)
-    if previous and not allow:
-        first = previous[0]
+    """Refuse when any item was looked at before (since the last reset), unless allowed."""
+    revision = evidence.suite_revision
+    seen = ledger.consumed_items(conn, revision, item_ids)
+    previous = ledger.consumptions(conn, slice_name, revision, evidence.items_sha256)
+    if seen and not allow:
+        runs = sorted({run for run, _ in seen.values()})
+        first_at = min(at for _, at in seen.values())
         raise InputError(
-            f"slice {slice_name!r} (suite {revision[:12]}) was already consumed by run "
-            f"{first.run_id!r} at {first.consumed_at}; a gate slice is looked at once. "
-            "Use a fresh slice, or pass --allow-slice-reuse (gate.allow_slice_reuse), "
-            "which is recorded in the verdict"
+            f"gate slice {slice_name!r} (suite {revision[:12]}): {len(seen)} of its "
+            f"{len(item_ids)} items were already looked at by a verdict (runs "
+            f"{', '.join(runs)}; first at {first_at}). A gate item is looked at once. Add "
+            "items to the suite (a new suite revision), choose a slice of unconsumed items, "
+            "or pass --allow-slice-reuse (gate.allow_slice_reuse), which the verdict records"
         )
+    if seen and not previous:
+        # reuse of individual items under another slice: still record who looked before
+        previous = [
+            ledger.Consumption(slice_name, revision, "", len(seen), run, at, True)
+            for run, at in sorted(set(seen.values()))
+        ]
     return previous
 
 
@@ -320,29 +282,38 @@ def _verdict(
     )
 
 
-def _record(conn: Any, verdict: GateVerdict, n_items: int, reused: bool) -> None:
-    """Consumption, new champion (on promote) and verdict — inside the caller's transaction."""
+def _record(conn: Any, verdict: GateVerdict, reused: bool, promote: bool) -> None:
+    """Consumption (slice and items), verdict and, if asked, the new champion — inside the
+    caller's transaction."""
     ledger.consume(
         conn,
         ledger.Consumption(
             verdict.slice,
             verdict.suite_revision,
             verdict.items_sha256,
-            n_items,
+            len(verdict.item_ids),
             verdict.run_id,
             verdict.decided_at,
             reused,
         ),
     )
-    if verdict.decision == "promote":
+    ledger.consume_items(
+        conn, verdict.suite_revision, verdict.item_ids, verdict.run_id, verdict.decided_at
+    )
+    if promote:
         assert verdict.challenger_descriptor is not None
-        verdict.new_champion_version = ledger.add_champion(
-            conn,
-            verdict.challenger_descriptor,
-            run_id=verdict.run_id,
-            at=verdict.decided_at,
-            via="gate",
+        ledger.add_promotable(
+            conn, verdict.run_id, verdict.challenger_descriptor, verdict.decided_at
         )
+        verdict.promoted = True
+        if verdict.decision == "promote":
+            verdict.new_champion_version = ledger.add_champion(
+                conn,
+                verdict.challenger_descriptor,
+                run_id=verdict.run_id,
+                at=verdict.decided_at,
+                via="gate",
+            )
     ledger.add_verdict(conn, verdict.to_json())
 
 

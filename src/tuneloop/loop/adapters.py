@@ -12,11 +12,20 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tuneloop.config import LoopConfig
 from tuneloop.errors import PhaseFailed
-from tuneloop.records import read_json, write_json
+from tuneloop.loop.integrity import (
+    check_verdict_matches,
+    gate_bar,
+    gate_items,
+    read_seal,
+    round_models,
+    seal_round,
+)
+from tuneloop.loop.layout import archive_dir, ledger_path, slice_ids
+from tuneloop.records import read_json, write_json, write_record
 
 MERGED = "merge:merge/model"
 """The input key of the merged model (upstream phase `merge`, output `merge/model`)."""
@@ -41,14 +50,31 @@ def model_identity(model_dir: Path, digest: str) -> str:
     return f"{model_dir.name}@sha256:{digest[:16]}"
 
 
-def _evaluate_model(ctx: PhaseContext, model_dir: Path, digest: str) -> None:
+def _decoding_contract(cfg: LoopConfig) -> Any:
+    """The one `serve.Decoding` both arms are served under, from the base checkpoint; None for
+    an external endpoint, whose owner decides how it decodes."""
+    if cfg.serve.backend == "external":
+        return None
+    from tuneloop.serve import Decoding
+    from tuneloop.train.decoding import read_decoding
+
+    meta = read_decoding(cfg.base_model)
+    return Decoding(meta.stop_token_ids, meta.generation_config)
+
+
+def _evaluate_model(
+    ctx: PhaseContext, model_dir: Path, digest: str, arm: Literal["pre", "post"]
+) -> None:
     import psutil
 
     from tuneloop.evaluate import EvalSettings, evaluate
+    from tuneloop.records import write_record
+    from tuneloop.samplelog import SUMMARY_FILE, ServedAs
     from tuneloop.serve import serving
 
     cfg = ctx.cfg
     settings = EvalSettings(**cfg.eval.model_dump(exclude={"slice"}))
+    decoding = _decoding_contract(cfg)
     with serving(
         model_dir,
         cfg.serve.backend,
@@ -57,8 +83,15 @@ def _evaluate_model(ctx: PhaseContext, model_dir: Path, digest: str) -> None:
         startup_timeout_s=cfg.serve.startup_timeout_s,
         log_path=ctx.folder / "server.log",
         options=cfg.serve.model_dump(mode="json"),
+        arm=arm,
+        decoding=decoding,
     ) as endpoint:
         server_pid = endpoint.pid
+        if decoding is not None and not endpoint.decoding_applied:
+            raise PhaseFailed(
+                f"serve backend {cfg.serve.backend!r} did not apply the decoding contract "
+                "(stop token ids); pre and post would not be served alike"
+            )
         summary = evaluate(
             endpoint.base_url,
             endpoint.model,
@@ -70,8 +103,17 @@ def _evaluate_model(ctx: PhaseContext, model_dir: Path, digest: str) -> None:
             stratify_by_tag=cfg.suite.stratify_by_tag,
             default_scorer=cfg.suite.default_scorer,
             api_key=endpoint.api_key,
-            model_identity=model_identity(model_dir, digest),
+            # an external arm is the model it names, never the local checkpoint
+            model_identity=endpoint.identity or model_identity(model_dir, digest),
         )
+    served = ServedAs(
+        arm=arm,
+        backend=cfg.serve.backend,
+        stop_token_ids=list(decoding.stop_token_ids) if decoding is not None else None,
+        aa_control=cfg.serve.external.aa_control,
+    )
+    summary = summary.model_copy(update={"served_as": served})
+    write_record(ctx.folder / SUMMARY_FILE, summary)
     # the served model must be gone before anything else (training) starts
     ctx.notes["server_pid"] = server_pid
     ctx.notes["server_gone"] = server_pid is None or not psutil.pid_exists(server_pid)
@@ -82,11 +124,12 @@ def _evaluate_model(ctx: PhaseContext, model_dir: Path, digest: str) -> None:
 
 
 def run_eval_pre(ctx: PhaseContext) -> None:
-    _evaluate_model(ctx, ctx.cfg.base_model, ctx.inputs["base_model"])
+    _evaluate_model(ctx, ctx.cfg.base_model, ctx.inputs["base_model"], "pre")
 
 
 def run_eval_post(ctx: PhaseContext) -> None:
-    _evaluate_model(ctx, ctx.upstream["merge"] / "model", ctx.inputs[MERGED])
+    seal_round(ctx)  # the bar is fixed before the challenger has a single number
+    _evaluate_model(ctx, ctx.upstream["merge"] / "model", ctx.inputs[MERGED], "post")
 
 
 def run_data(ctx: PhaseContext) -> None:
@@ -152,28 +195,41 @@ def run_merge(ctx: PhaseContext) -> None:
 
 
 def run_doctor(ctx: PhaseContext) -> None:
-    from tuneloop.train import doctor
+    from tuneloop.train.doctor import doctor_arms
 
-    report = doctor(ctx.upstream["merge"] / "model")
-    checks = [dataclasses.asdict(c) for c in report.checks]
-    write_json(ctx.folder / "doctor.json", {"ok": report.ok, "checks": checks})
+    report = doctor_arms(ctx.cfg.base_model, ctx.upstream["merge"] / "model")
+    cmp = report.comparison
+    write_json(
+        ctx.folder / "doctor.json",
+        {
+            "ok": report.ok,
+            "checks": [dataclasses.asdict(c) for c in report.merged.checks],
+            "base": {
+                "ok": report.base.ok,
+                "checks": [dataclasses.asdict(c) for c in report.base.checks],
+            },
+            "decoding": {
+                **dataclasses.asdict(report.decoding),
+                "stop_token_ids": list(cmp.stop_token_ids) if cmp else None,
+                "fixed": cmp.fixed if cmp else [],
+                "problems": cmp.problems if cmp else [],
+            },
+        },
+    )
     if not report.ok:
-        failed = [dataclasses.asdict(c) for c in report.failures()]
-        raise PhaseFailed(f"doctor rejected the merged model: {failed}")
-
-
-def _slice_ids(cfg: LoopConfig, name: str) -> list[str]:
-    from tuneloop.suite import load_suite, slice_ids
-
-    suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
-    return slice_ids(suite, cfg.suite.slices, name, stratify_by_tag=cfg.suite.stratify_by_tag)
+        failed = [
+            f"{arm} {c.name}: {c.detail}"
+            for arm, checked in (("merged", report.merged), ("base", report.base))
+            for c in checked.failures()
+        ] + ([] if report.decoding.ok else [f"decoding: {report.decoding.detail}"])
+        raise PhaseFailed("doctor rejected the round:\n  " + "\n  ".join(failed))
 
 
 def report_item_ids(cfg: LoopConfig, evaluated: list[str]) -> list[str]:
     """The report looks at every evaluated item except the gate slice (looked at once)."""
     if not cfg.gate.enabled:
         return evaluated
-    held = set(_slice_ids(cfg, cfg.gate.slice))
+    held = set(slice_ids(cfg, cfg.gate.slice))
     return [i for i in evaluated if i not in held]
 
 
@@ -192,59 +248,56 @@ def run_report(ctx: PhaseContext) -> None:
 
 
 def run_gate(ctx: PhaseContext) -> None:
-    from tuneloop.gate import Bar, adjudicate
-    from tuneloop.gate.bar import FIELDS
+    from tuneloop.gate import adjudicate
 
     g = ctx.cfg.gate
-    evaluated = set(read_json(ctx.upstream["eval_pre"] / "summary.json")["item_ids"])
     model_dir = ctx.upstream["merge"] / "model"
-    archive = archive_dir(ctx.cfg, ctx.run_id)
+    models = round_models(ctx.workdir)
+    if models is None or models[1] != ctx.inputs[MERGED]:
+        raise PhaseFailed("the round's model hashes are not recorded; redo from eval_pre")
     verdict = adjudicate(
         ctx.upstream["eval_pre"],
         ctx.upstream["eval_post"],
-        bar=Bar(**g.model_dump(include=set(FIELDS))),
+        bar=gate_bar(ctx.cfg),
         slice_name=g.slice,
-        item_ids=[i for i in _slice_ids(ctx.cfg, g.slice) if i in evaluated],
+        item_ids=gate_items(ctx.cfg, ctx.workdir),
         ledger_path=ledger_path(ctx.cfg),
         out_dir=ctx.folder,
         run_id=ctx.run_id,
         allow_slice_reuse=g.allow_slice_reuse,
         require_approval=g.require_approval,
+        # where the challenger is now; `promote` names its final, verified place
         challenger_descriptor={
             "kind": "single",
-            "path": str(archive / "run" / "merge" / "model"),
+            "path": str(model_dir),
             "sha256": ctx.inputs[MERGED],
             "model": model_identity(model_dir, ctx.inputs[MERGED]),
             "run_id": ctx.run_id,
-            "archive": str(archive),
         },
         seed=ctx.cfg.report.seed,
+        models=models,
+        sealed=read_seal(ctx.workdir),
+        promote=False,
     )
     ctx.notes["decision"] = verdict.decision
-
-
-def archive_root(cfg: LoopConfig) -> Path:
-    return cfg.archive.root or cfg.workdir.parent / "archive"
-
-
-def archive_dir(cfg: LoopConfig, run_id: str) -> Path:
-    return archive_root(cfg) / run_id
-
-
-def ledger_path(cfg: LoopConfig) -> Path:
-    return cfg.gate.ledger or archive_root(cfg) / "ledger.db"
+    ctx.notes["verdict_run_id"] = verdict.run_id
 
 
 def run_capstone(ctx: PhaseContext) -> None:
     from tuneloop.loop.capstone import write_capstone
 
+    if ctx.cfg.gate.enabled:
+        check_verdict_matches(ctx.workdir)
     write_capstone(ctx.cfg, ctx.workdir, ctx.upstream, ctx.folder / "report.md")
 
 
 def run_archive(ctx: PhaseContext) -> None:
-    from tuneloop.archive import archive_run
+    from tuneloop.archive import Archived, archive_run
 
+    if ctx.cfg.gate.enabled:
+        check_verdict_matches(ctx.workdir)
     target = archive_dir(ctx.cfg, ctx.run_id)
     manifest = archive_run(ctx.workdir, target, ctx.cfg)
-    write_json(ctx.folder / "archived.json", {"path": str(target), "manifest_sha256": manifest})
+    record = Archived(path=str(target), manifest_sha256=manifest, run_id=ctx.run_id)
+    write_record(ctx.folder / "archived.json", record)
     ctx.notes["archive"] = str(target)

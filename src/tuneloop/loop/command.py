@@ -33,12 +33,16 @@ def run(
     from rich.table import Table
 
     from tuneloop.errors import PhaseFailed
+    from tuneloop.loop.preflight import check_before_compute
     from tuneloop.loop.runner import Runner, Selection
     from tuneloop.loop.summary import print_outcome
 
     cfg = load_config(config, overrides)
     selection = Selection(from_phase=from_phase, only=only)
     selection.validate()
+    # Everything checkable without compute, before the runner touches the workdir.
+    for warning in check_before_compute(cfg, config, overrides):
+        typer.echo(warning, err=True)
     runner = Runner(cfg, config, selection)
     if plan:
         table = Table("phase", "action", "reason")

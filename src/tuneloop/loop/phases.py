@@ -1,6 +1,10 @@
 """The phase table: the only place that knows the order of the loop.
 
     data? → eval_pre → train → merge → doctor → eval_post → report → gate → capstone → archive
+          → promote
+
+The gate decides; `promote` — last, after the archive verifies — is the only phase that
+changes the champion, so a crash anywhere in between leaves the old champion in charge.
 
 Each phase declares its inputs (upstream phases and external files, hashed into its
 fingerprint), its config subset, and the outputs it must leave in its own folder under the
@@ -29,6 +33,7 @@ from tuneloop.loop.adapters import (
     run_report,
     run_train,
 )
+from tuneloop.loop.integrity import preflight_gate, run_promote
 
 __all__ = ["PHASES", "PHASE_NAMES", "Phase", "PhaseContext"]
 
@@ -47,7 +52,10 @@ class Phase:
     """The config subset that changes this phase's result."""
     enabled: Callable[[LoopConfig], bool] = lambda cfg: True
     resumable: bool = False
-    """Keep the folder's partial contents on redo (the eval resumes missing samples)."""
+    """Keep the folder's partial contents on a crash resume (the eval fills missing samples)."""
+    preflight: Callable[[LoopConfig, Path, bool], None] | None = None
+    """Checked before any phase runs when this phase will run: (config, workdir, whether its
+    upstream phases are all unchanged). Raises `InputError` to refuse the run."""
 
 
 # ---- the table ----------------------------------------------------------------------------
@@ -56,6 +64,10 @@ class Phase:
 def _eval_config(cfg: LoopConfig) -> Any:
     return {
         "backend": cfg.serve.backend,
+        # which external model each arm queries changes the log (None for local backends)
+        "external": (
+            cfg.serve.external.model_dump(mode="json") if cfg.serve.backend == "external" else None
+        ),
         "eval": cfg.eval.model_dump(mode="json"),
         "suite": cfg.suite.model_dump(mode="json", exclude={"path"}),
     }
@@ -130,6 +142,7 @@ PHASES: tuple[Phase, ...] = (
             "slices": c.suite.slices,
         },
         enabled=lambda c: c.gate.enabled,
+        preflight=preflight_gate,
     ),
     Phase(
         "capstone",
@@ -144,6 +157,13 @@ PHASES: tuple[Phase, ...] = (
         after=("capstone",),
         config=lambda c: c.archive.model_dump(mode="json"),
         enabled=lambda c: c.archive.enabled,
+    ),
+    Phase(
+        "promote",
+        run_promote,
+        outputs=("promotion.json",),
+        after=("gate", "archive"),
+        enabled=lambda c: c.gate.enabled,
     ),
 )
 

@@ -6,6 +6,17 @@ its own folder; when it returns, every declared output must exist, or the loop s
 (fail closed) with the phase, the missing artifact and the log to read. The runner computes no
 statistic and defines no reward: it sequences phases and records provenance.
 
+Nothing a user ran is deleted. A phase that runs again finds its old folder moved to
+`<workdir>/quarantine/<time>-<phase>/` (with `why.json`), and starts from an empty folder —
+except a crash resume of a resumable phase with the same fingerprint, which keeps its partial
+rows (the evaluation fills only the missing keys). A re-run that redoes a phase that had
+finished starts a new round: a new run id, the old one listed in `state.json`, so that its
+verdict, archive and ledger rows are never reused for other evidence or overwritten.
+
+Before the first phase runs, each phase that will run gets its `preflight` (the gate refuses a
+slice whose items a verdict already looked at), so a run that cannot end in an honest decision
+is refused before any compute is spent.
+
 Fault injection for tests: `TUNELOOP_KILL_AT=<phase>:start|end` makes the runner SIGKILL
 itself at that boundary, so that resume can be tested without timing races.
 """
@@ -13,7 +24,6 @@ itself at that boundary, so that resume can be tested without timing races.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -32,13 +42,17 @@ from tuneloop.loop.state import (
     PhaseRecord,
     PlanLine,
     RunState,
+    SupersededRun,
     WorkdirLock,
     load_state,
     now_iso,
     save_state,
 )
 from tuneloop.provenance import code_version
-from tuneloop.records import canonical_json, sha256_bytes, sha256_path, write_record
+from tuneloop.records import canonical_json, sha256_bytes, sha256_path, write_json, write_record
+
+QUARANTINE = "quarantine"
+"""Folder under the workdir where replaced phase outputs are kept."""
 
 console = Console(stderr=True)
 
@@ -81,6 +95,8 @@ class Decision(NamedTuple):
     reason: str
     fingerprint: str | None = None
     inputs: dict[str, str] = {}
+    keep: bool = False
+    """Keep the folder's partial contents (crash resume of a resumable phase, same inputs)."""
 
 
 def fingerprint(phase: Phase, cfg: LoopConfig, inputs: dict[str, str], code: str) -> str:
@@ -162,10 +178,12 @@ class Runner:
         prev = records.get(phase.name)
         if self.sel.forced(phase.name):
             return Decision("redo", "forced by --from/--only", fp, inputs)
+        resume = phase.resumable and prev is not None and prev.fingerprint == fp
         if prev is None or prev.status == "running":
-            return Decision("run", "never finished" if prev else "not run yet", fp, inputs)
+            why = "never finished" if prev else "not run yet"
+            return Decision("run", why, fp, inputs, keep=resume)
         if prev.status != "done":
-            return Decision("redo", f"last attempt {prev.status}", fp, inputs)
+            return Decision("redo", f"last attempt {prev.status}", fp, inputs, keep=resume)
         if prev.fingerprint != fp:
             return Decision("redo", "fingerprint changed (config, inputs or code)", fp, inputs)
         if not outputs_verify(prev, self.workdir):
@@ -173,26 +191,74 @@ class Runner:
         return Decision("skip", "fingerprint matches and outputs verify", fp, inputs)
 
     def plan(self) -> list[PlanLine]:
-        state = load_state(self.workdir)
+        """What would run and why; raises the preflight refusal a run would meet."""
+        decisions = self._decisions(load_state(self.workdir))
+        self._preflight(decisions)
+        return [
+            PlanLine(phase=name, action=d.action, reason=d.reason) for name, d in decisions.items()
+        ]
+
+    def _decisions(self, state: RunState | None) -> dict[str, Decision]:
+        """Every phase's decision as the plan sees it (downstream of a run sees it run)."""
         records = dict(state.phases) if state else {}
-        lines = []
+        out = {}
         for phase in self.phases:
             d = self.decide(phase, records)
-            lines.append(PlanLine(phase=phase.name, action=d.action, reason=d.reason))
+            out[phase.name] = d
             if d.action in ("run", "redo"):
-                records.pop(phase.name, None)  # downstream sees "upstream runs first"
-        return lines
+                records.pop(phase.name, None)
+        return out
+
+    def _preflight(self, decisions: dict[str, Decision]) -> None:
+        """Refuse, before any compute, a run whose phases cannot honestly finish."""
+        for phase in self.phases:
+            if phase.preflight is None or decisions[phase.name].action not in ("run", "redo"):
+                continue
+            unchanged = all(
+                decisions[up].action in ("skip", "off") for up in phase.after if up in decisions
+            )
+            phase.preflight(self.cfg, self.workdir, unchanged)
+
+    def _new_run_id(self) -> str:
+        return f"{self.cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+    def _maybe_new_round(self, decisions: dict[str, Decision]) -> None:
+        """A re-run that redoes a finished phase is a new round with its own run id."""
+        assert self.state is not None
+        redone = [
+            f"{name} ({d.reason})"
+            for name, d in decisions.items()
+            if d.action == "redo"
+            and self.state.phases.get(name, None) is not None
+            and self.state.phases[name].status == "done"
+        ]
+        if not redone:
+            return
+        new_id = self._new_run_id()
+        if new_id == self.state.run_id or any(r.run_id == new_id for r in self.state.previous_runs):
+            new_id = f"{new_id}-{len(self.state.previous_runs) + 1}"
+        old = SupersededRun(
+            run_id=self.state.run_id, superseded_at=now_iso(), reason="redo: " + ", ".join(redone)
+        )
+        self.state.previous_runs = [*self.state.previous_runs, old]
+        self.state.run_id = new_id
+        console.print(
+            f"[yellow]new round {new_id}[/yellow] (replaces {old.run_id}: {old.reason}); "
+            "replaced outputs go to quarantine/"
+        )
 
     # ---- running ---------------------------------------------------------------------------
 
     def run(self) -> RunState:
         self.sel.validate()
         with WorkdirLock(self.workdir), _signals_raise():
-            self.state = load_state(self.workdir) or RunState(
-                run_id=f"{self.cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}",
-                config_path=str(self.config_path),
-                created_at=now_iso(),
+            state = load_state(self.workdir)
+            decisions = self._decisions(state)
+            self._preflight(decisions)
+            self.state = state or RunState(
+                run_id=self._new_run_id(), config_path=str(self.config_path), created_at=now_iso()
             )
+            self._maybe_new_round(decisions)
             save_state(self.workdir, self.state)
             total_start = time.perf_counter()
             for phase in self.phases:
@@ -213,13 +279,14 @@ class Runner:
         if d.fingerprint is None:
             raise PhaseFailed(f"phase {phase.name!r} cannot run: its upstream phase did not finish")
         console.rule(f"[bold]{phase.name}[/bold] ({d.reason})")
-        self._execute(phase, d.fingerprint, d.inputs)
+        self._execute(phase, d)
 
-    def _execute(self, phase: Phase, fp: str, inputs: dict[str, str]) -> None:
-        assert self.state is not None
+    def _execute(self, phase: Phase, d: Decision) -> None:
+        assert self.state is not None and d.fingerprint is not None
+        fp, inputs = d.fingerprint, d.inputs
         folder = self.workdir / phase.name
-        if folder.exists() and not phase.resumable:
-            shutil.rmtree(folder)
+        if folder.exists() and not d.keep:
+            quarantine(self.workdir, folder, d.reason, self.state.phases.get(phase.name))
         folder.mkdir(parents=True, exist_ok=True)
         rec = PhaseRecord(
             phase=phase.name, status="running", fingerprint=fp, inputs=inputs, started_at=now_iso()
@@ -266,6 +333,24 @@ class Runner:
         if rec.status != "skipped":
             write_record(self.workdir / rec.phase / "phase.json", rec)
         save_state(self.workdir, self.state)
+
+
+def quarantine(workdir: Path, folder: Path, reason: str, record: PhaseRecord | None) -> Path:
+    """Move a phase folder aside (never delete what a user ran); returns where it went."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    target = workdir / QUARANTINE / f"{stamp}-{folder.name}"
+    n = 1
+    while target.exists():
+        n += 1
+        target = workdir / QUARANTINE / f"{stamp}-{folder.name}-{n}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    folder.rename(target)
+    why: dict[str, Any] = {"phase": folder.name, "reason": reason, "moved_at": now_iso()}
+    if record is not None:
+        why["record"] = record.model_dump(mode="json", by_alias=True)
+    write_json(target / "why.json", why)
+    console.print(f"[dim]  previous {folder.name}/ moved to {target.relative_to(workdir)}[/dim]")
+    return target
 
 
 def _describe(err: BaseException, phase: Phase, folder: Path) -> str:

@@ -48,15 +48,31 @@ class PhaseRecord(Record):
     """Phase-specific facts (RSS before/after, skip reasons, server pid…)."""
 
 
+class SupersededRun(BaseModel):
+    """A round of this workdir that a changed re-run replaced (its outputs are quarantined)."""
+
+    run_id: str
+    """The replaced round's run id."""
+    superseded_at: str
+    """When the new round started."""
+    reason: str
+    """Which finished phases were redone, and why."""
+
+
 class RunState(Record):
     KIND = "run_state"
     VERSION = 1
 
     run_id: str
-    """Stable across resumes of the same workdir."""
+    """The current round: stable across crash resumes; a re-run that redoes a finished phase
+    (changed config or inputs, --from/--only, outputs that no longer verify) starts a new
+    round with a new run id, so that no verdict, archive or record of the old one is reused
+    or overwritten."""
     config_path: str
     created_at: str
     phases: dict[str, PhaseRecord] = {}
+    previous_runs: list[SupersededRun] = []
+    """Earlier rounds of this workdir, oldest first."""
 
 
 def now_iso() -> str:
@@ -80,8 +96,15 @@ class WorkdirLock:
         self._fh: IO[str] | None = None
 
     def __enter__(self) -> WorkdirLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = self.path.open("a+")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fh = self.path.open("a+")
+        except OSError as err:
+            reason = err.strerror or type(err).__name__
+            raise InputError(
+                f"workdir {self.path.parent}: cannot create or write it ({reason}: "
+                f"{err.filename}); set `workdir:` in the config to a writable folder"
+            ) from None
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

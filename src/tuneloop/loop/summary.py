@@ -6,7 +6,7 @@ from rich.console import Console
 
 from tuneloop.config import LoopConfig
 from tuneloop.loop.state import RunState
-from tuneloop.records import read_json
+from tuneloop.records import read_record
 
 
 def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: float) -> int:
@@ -30,7 +30,18 @@ def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: floa
     if not cfg.gate.enabled or not verdict_path.exists():
         console.print(f"gate: off; phase work {work:.1f}s")
         return 0
-    decision = read_json(verdict_path).get("decision")
+    from tuneloop.gate.promotion import Promotion
+    from tuneloop.gate.verdict import GateVerdict
+
+    decision = read_record(verdict_path, GateVerdict).decision
     color = "green" if decision == "promote" else "yellow"
     console.print(f"verdict: [bold {color}]{decision}[/bold {color}] ({verdict_path})")
-    return 0 if decision == "promote" else 1
+    promotion_path = cfg.workdir / "promote" / "promotion.json"
+    if not promotion_path.exists():
+        return 1  # decided, but not (yet) in its final place: the champion is unchanged
+    promotion = read_record(promotion_path, Promotion)
+    if promotion.champion_version is not None:
+        where = promotion.descriptor.get("location", "")
+        console.print(f"champion: v{promotion.champion_version} ({where})")
+        return 0
+    return 1

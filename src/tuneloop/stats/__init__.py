@@ -10,6 +10,7 @@ Every function cites its method in its module docstring:
 - `bootstrap`: `paired_bootstrap_ci` (items resampled; percentile or BCa), `bootstrap_means`
 - `power`: `min_detectable_effect`, `items_needed` (paired differences, Miller 2024)
 - `drift`: `psi` (population stability index)
+- `multiplicity`: `holm_adjust` (Holm 1979 step-down, family-wise error)
 
 Conventions: float64 throughout; "greater" always means post > pre; seeds make every
 resampling result reproducible.
@@ -23,6 +24,7 @@ from tuneloop.stats.bootstrap import (
     percentile_interval,
 )
 from tuneloop.stats.drift import psi
+from tuneloop.stats.multiplicity import holm_adjust
 from tuneloop.stats.paired import RIGHT_THRESHOLD, FlipCounts, cohens_dz, flip_counts, sign_test
 from tuneloop.stats.passk import pass_at_k, pass_at_k_curve, pass_at_k_matrix
 from tuneloop.stats.permutation import (
@@ -38,6 +40,7 @@ __all__ = [
     "FlipCounts",
     "PermutationResult",
     "bca_interval",
+    "holm_adjust",
     "bootstrap_coded_means",
     "bootstrap_means",
     "clustered_se",

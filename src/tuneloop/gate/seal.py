@@ -1,0 +1,131 @@
+"""Pre-registration, sealed: the bar is fixed in the ledger before the post evaluation starts.
+
+`seal_bar` runs at the start of the challenger's evaluation (in the loop: the first thing the
+`eval_post` phase does). It stores the bar, the gate slice's name and the hash of its item
+ids in the ledger under a seal id (the round's run id), and returns the `SealedBar` record the
+phase keeps in its folder. Sealing the same bar again is a no-op (a resumed evaluation); a
+different bar under the same seal id is refused — the challenger's numbers may already exist.
+
+`check_seal` is what the gate runs before deciding: the bar it is handed must hash to the one
+sealed, for the same slice and items, and the seal must be in the ledger (a seal file whose
+twin is not in the ledger was not made by this ledger's run). A verdict judged against any
+other bar is refused, so moving the margin after seeing the report cannot change a decision.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuneloop.errors import InputError
+from tuneloop.gate import ledger
+from tuneloop.gate.bar import Bar
+from tuneloop.records import Record, canonical_json, sha256_bytes
+
+SEAL_FILE = "sealed_bar.json"
+
+
+class SealedBar(Record):
+    """The pre-registered bar of one round, as stored before its post evaluation began."""
+
+    KIND = "sealed_bar"
+    VERSION = 1
+
+    seal_id: str
+    """The round (run id) the bar was sealed for."""
+    bar: dict[str, object]
+    """The bar's fields."""
+    bar_sha256: str
+    """Hash of the bar's canonical JSON."""
+    slice: str
+    """The gate slice's name."""
+    items_sha256: str
+    """Hash of the slice's sorted item ids."""
+    n_items: int
+    """Items on the slice."""
+    sealed_at: str
+    """ISO-8601 UTC time the seal was written (before the post evaluation started)."""
+
+    def seal_sha256(self) -> str:
+        """Hash of what was pre-registered: bar, slice and items (not the time)."""
+        what = {"bar": self.bar_sha256, "slice": self.slice, "items": self.items_sha256}
+        return sha256_bytes(canonical_json(what).encode())
+
+
+def items_sha256(item_ids: list[str]) -> str:
+    return sha256_bytes(canonical_json(sorted(item_ids)).encode())
+
+
+def seal_bar(
+    ledger_path: Path, seal_id: str, bar: Bar, slice_name: str, item_ids: list[str], at: str
+) -> SealedBar:
+    """Store the bar under `seal_id` (idempotent for the same bar); refuse a different one."""
+    record = SealedBar(
+        seal_id=seal_id,
+        bar=bar.to_dict(),
+        bar_sha256=bar.sha256(),
+        slice=slice_name,
+        items_sha256=items_sha256(item_ids),
+        n_items=len(item_ids),
+        sealed_at=at,
+    )
+    conn = ledger.connect(ledger_path)
+    try:
+        with ledger.transaction(conn):
+            stored = ledger.sealed(conn, seal_id)
+            if stored is None:
+                ledger.seal(conn, seal_id, record.to_json(), at)
+                return record
+    finally:
+        conn.close()
+    previous = SealedBar.model_validate({**stored, "schema": SealedBar.schema_id()})
+    if previous.seal_sha256() != record.seal_sha256():
+        raise InputError(
+            f"the bar of round {seal_id!r} was sealed at {previous.sealed_at} "
+            f"({_describe(previous)}); the config now asks for {_describe(record)}. "
+            "A bar cannot change once the post evaluation has started: restore the sealed "
+            "bar, or start a new round with `tuneloop run CONFIG --from eval_post`, which "
+            "needs a gate slice no verdict has looked at"
+        )
+    return previous
+
+
+def check_seal(
+    sealed: SealedBar, bar: Bar, slice_name: str, item_ids: list[str], ledger_path: Path
+) -> None:
+    """Refuse to judge against anything but the sealed bar, slice and items."""
+    conn = ledger.connect(ledger_path)
+    try:
+        stored = ledger.sealed(conn, sealed.seal_id)
+    finally:
+        conn.close()
+    if stored is None or stored.get("bar_sha256") != sealed.bar_sha256:
+        raise InputError(
+            f"the sealed bar of round {sealed.seal_id!r} is not in {ledger_path}; the post "
+            "evaluation was not pre-registered in this ledger — redo it with "
+            "`tuneloop run CONFIG --from eval_post`"
+        )
+    asked = SealedBar(
+        seal_id=sealed.seal_id,
+        bar=bar.to_dict(),
+        bar_sha256=bar.sha256(),
+        slice=slice_name,
+        items_sha256=items_sha256(item_ids),
+        n_items=len(item_ids),
+        sealed_at=sealed.sealed_at,
+    )
+    if asked.seal_sha256() != sealed.seal_sha256():
+        raise InputError(
+            f"the gate was asked to judge against {_describe(asked)}, but the bar sealed at "
+            f"{sealed.sealed_at} before the post evaluation was {_describe(sealed)}; a verdict "
+            "against another bar is refused (pre-registration). Restore the sealed gate "
+            "settings, or start a new round with `--from eval_post` on a fresh slice"
+        )
+
+
+def _describe(s: SealedBar) -> str:
+    b = s.bar
+    return (
+        f"slice {s.slice!r} ({s.n_items} items), metric {b.get('metric')}, k {b.get('k')}, "
+        f"margin {b.get('margin')}, alpha {b.get('alpha')}, test {b.get('test')}, "
+        f"non-inferiority ε {b.get('non_inferiority_epsilon')}, min_items {b.get('min_items')}"
+    )

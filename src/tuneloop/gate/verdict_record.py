@@ -1,0 +1,142 @@
+"""The gate's verdict record and the evidence it binds (read typed wherever it is used).
+
+A verdict is reused only for exactly its `Evidence`: both logs' bytes, both models, the bar,
+the slice's items and the suite revision. `log_sha256` is how a sample log enters it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from tuneloop.records import Record, canonical_json, sha256_bytes, sha256_file
+from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE
+
+Outcome = Literal["promote", "reject", "awaiting_approval"]
+
+
+class ArmSummary(BaseModel):
+    """One arm as the verdict reports it."""
+
+    log: str
+    """The sample-log folder."""
+    model: str
+    """Model identity from the log's summary."""
+    mean: float | None
+    """Mean item score on the bar's metric over the slice."""
+    unscored: int
+    """(item, sample) keys without a scored completion."""
+    missing_fraction: float
+    """unscored / (items × samples)."""
+
+
+class ConditionResult(BaseModel):
+    """One condition of the rule (see `tuneloop.gate.rule`)."""
+
+    name: str
+    """Condition name."""
+    passed: bool
+    """Whether it held."""
+    detail: str
+    """The numbers and the threshold, in words."""
+    values: dict[str, Any] = {}
+    """The numbers, for machines."""
+
+
+class SliceReuse(BaseModel):
+    """Present when the slice had been consumed before and reuse was explicitly allowed."""
+
+    previous_runs: list[str]
+    """Runs that looked at this slice earlier."""
+    previous_at: list[str]
+    """When they looked."""
+
+
+class Evidence(BaseModel):
+    """Exactly what a verdict judged; the verdict is reused only when all of it matches."""
+
+    champion_log_sha256: str
+    """sha256 of the champion log's samples.jsonl and summary.json."""
+    challenger_log_sha256: str
+    """sha256 of the challenger log's samples.jsonl and summary.json."""
+    champion_model: str
+    """The champion model's sha256 (or, outside the loop, its logged identity)."""
+    challenger_model: str
+    """The challenger model's sha256 (or, outside the loop, its logged identity)."""
+    bar_sha256: str
+    """Hash of the bar's canonical JSON."""
+    items_sha256: str
+    """Hash of the slice's sorted item ids."""
+    suite_revision: str
+    """The suite revision both logs were evaluated on."""
+
+    def sha256(self) -> str:
+        return sha256_bytes(canonical_json(self.model_dump(mode="json")).encode())
+
+
+class GateVerdict(Record):
+    """The outcome of one gate round."""
+
+    KIND = "verdict"
+    VERSION = 2
+
+    run_id: str
+    """The run being adjudicated."""
+    decided_at: str
+    """ISO-8601 UTC time of the decision."""
+    decision: Outcome
+    """promote, reject, or awaiting_approval (the rule said promote; approval is required)."""
+    reasons: list[str]
+    """Every failed condition, in words (empty unless rejected)."""
+    conditions: list[ConditionResult]
+    """Every condition with the numbers behind it."""
+    stats: dict[str, Any]
+    """n_items, arm means, delta, p_value, one-sided lower bound, wins/losses/ties."""
+    bar: dict[str, Any]
+    """The bar the round was judged against."""
+    bar_sha256: str
+    """Hash of the bar's canonical JSON."""
+    slice: str
+    """The gate slice's name."""
+    suite_revision: str
+    """The suite revision both logs were evaluated on."""
+    items_sha256: str
+    """Hash of the slice's sorted item ids (the slice's identity in the ledger)."""
+    sampling: dict[str, Any]
+    """The shared sampling budget of both logs."""
+    champion: ArmSummary
+    challenger: ArmSummary
+    champion_version: int | None
+    """Ledger champion version in service when the round was decided (None: none yet)."""
+    new_champion_version: int | None = None
+    """The version created by this promotion, if any."""
+    challenger_descriptor: dict[str, Any] | None = None
+    """What becomes the champion on promotion."""
+    slice_reuse: SliceReuse | None = None
+    """Set when the slice had been consumed before and reuse was allowed."""
+    seed: int = 0
+    """Seed of the permutation test and bootstrap."""
+    bar_registered_at: str | None = None
+    """When the bar was fixed (bar file mtime, or config time), as the caller reported it."""
+    warnings: list[str] = []
+    """Things a reviewer should know that do not change the decision (e.g. a bar fixed after
+    the challenger's evaluation started)."""
+    evidence: Evidence | None = None
+    """What was judged (None only in version-1 verdicts, which are never reused)."""
+    evidence_sha256: str | None = None
+    """Hash of `evidence`: the key under which the ledger finds this verdict again."""
+    item_ids: list[str] = []
+    """The slice's item ids, as consumed in the ledger."""
+    sealed_at: str | None = None
+    """When the bar was sealed in the ledger (before the post evaluation), if it was."""
+    promoted: bool = False
+    """Whether the champion was recorded with the verdict (standalone gate) — in the loop the
+    promotion is a later step, recorded in `promote/promotion.json` and the ledger."""
+
+
+def log_sha256(folder: Path) -> str:
+    """Hash of a sample log's evidence files (samples.jsonl, summary.json)."""
+    parts = {name: sha256_file(Path(folder) / name) for name in (SAMPLES_FILE, SUMMARY_FILE)}
+    return sha256_bytes(canonical_json(parts).encode())

@@ -1,0 +1,389 @@
+"""Preflight: everything about a loop.yaml that can be checked before any phase runs.
+
+    warnings = check_before_compute(cfg, Path("loop.yaml"), overrides)   # InputError if bad
+
+Run by `tuneloop check` and at the start of `tuneloop run` (also `--plan`). It checks, all at
+once: every plugin name against its registry (serve.backend, train.method, every scorer the
+suite and the GRPO reward name); every slice against `suite.slices`, loading the suite; every
+input path (exists, readable, folder or file); and the rules that tie sections together — the
+gate slice is evaluated and leaves at least one item for the report, holds at least
+`gate.min_items`, pass@k has k ≤ eval.n_samples, training has a data source, an external
+endpoint is an http(s) URL. Errors are collected and raised as one `InputError`, each naming
+its YAML key and line in the same format as `load_config`'s validation errors; nothing is
+written. `gate.alpha` ∈ (0, 0.5) is a bound of the config model itself, so it is reported
+with the other validation errors before preflight runs.
+
+The one warning is about the gate's power: the minimum detectable effect (MDE) of the gate
+slice's size, one-sided at gate.alpha with 80% power (Miller 2024; the formula of
+`tuneloop.stats.power`). The gate promotes only when Δ ≥ margin *and* the one-sided test
+is significant; when the MDE exceeds the margin, a true improvement between the two — one
+the margin calls worth shipping — will most often be rejected as not significant. The
+spread of item differences comes from the round's own eval_pre log when it exists (as
+`tuneloop power` does with one pilot log); otherwise from a stated conservative assumption
+(see `ASSUMED_SD_DIFF`). A warning never changes the exit status.
+
+Deliberately not checked here: anything that needs a model, a server or the network.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import NormalDist
+from typing import Literal
+
+from tuneloop.config import LoopConfig, read_yaml
+from tuneloop.config.load import _line_map  # the key → line map load_config reports with
+from tuneloop.errors import InputError
+from tuneloop.registry import Registry, did_you_mean, scorers, serve_backends, trainers
+from tuneloop.suite import Suite, load_suite, slice_ids
+
+POWER = 0.8
+"""Power the gate's minimum detectable effect is computed for."""
+
+ASSUMED_SD_DIFF = math.sqrt(0.5)
+"""sd of a paired difference of two independent Bernoulli(0.5) item scores (√0.5 ≈ 0.707):
+the largest spread two independent pass/fail arms can have, used when there is no pilot."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    key: str
+    """Dotted YAML path of the setting at fault, e.g. `gate.slice`."""
+    message: str
+    """What is wrong and what to do, without the key."""
+
+
+@dataclass
+class Findings:
+    errors: list[Finding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+
+    def error(self, key: str, message: str) -> None:
+        self.errors.append(Finding(key, message))
+
+    def warn(self, key: str, message: str) -> None:
+        self.warnings.append(Finding(key, message))
+
+
+# ---- the shell: locate findings in the YAML, raise or return ---------------------------------
+
+
+def check_before_compute(
+    cfg: LoopConfig, config_path: Path, overrides: list[str] | None = None
+) -> list[str]:
+    """Run `preflight`; raise InputError listing every error with its key and line, else
+    return the warnings (`warning: key (line n): …`) for the caller to print to stderr."""
+    found = preflight(cfg)
+    where = _locator(Path(config_path), overrides)
+    warnings = [f"warning: {where(w.key)}: {w.message}" for w in found.warnings]
+    if found.errors:
+        errors = [f"{where(e.key)}: {e.message}" for e in found.errors]
+        raise InputError(
+            f"{config_path}: {len(errors)} error(s)\n  " + "\n  ".join([*errors, *warnings])
+        )
+    return warnings
+
+
+def _locator(config_path: Path, overrides: list[str] | None) -> Callable[[str], str]:
+    """key → `key (line n)` as in load_config's errors; `(override)` / `(default)` otherwise."""
+    try:
+        _, node = read_yaml(config_path, "config file")
+    except InputError:  # the config loaded a moment ago; without lines the keys still stand
+        node = None
+    lines = _line_map(node)
+    overridden = {item.partition("=")[0] for item in overrides or []}
+
+    def where(key: str) -> str:
+        if key in overridden:
+            return f"{key} (override)"
+        line = lines.get(tuple(key.split(".")))
+        return f"{key} (line {line})" if line else f"{key} (default)"
+
+    return where
+
+
+# ---- the core: every check, every finding ----------------------------------------------------
+
+
+def preflight(cfg: LoopConfig) -> Findings:
+    """Every problem (and the power warning) of `cfg`; reads inputs, writes nothing."""
+    found = Findings()
+    _check_plugins(cfg, found)
+    _check_paths(cfg, found)
+    _check_rules(cfg, found)
+    _check_external(cfg, found)
+    suite = _load_suite(cfg, found)
+    if suite is not None:
+        gate_items = _check_slices(cfg, suite, found)
+        if gate_items:
+            _check_power(cfg, gate_items, found)
+    return found
+
+
+def _check_plugins(cfg: LoopConfig, found: Findings) -> None:
+    named: list[tuple[str, Registry[object], str | None]] = [
+        ("serve.backend", serve_backends, cfg.serve.backend),
+        ("train.method", trainers, cfg.train.method),
+        ("suite.default_scorer", scorers, cfg.suite.default_scorer),
+        ("train.grpo.scorer", scorers, cfg.train.grpo.scorer),
+    ]
+    for key, registry, name in named:
+        if name is not None:
+            try:
+                registry.get(name)  # imports the built-ins and entry points on first use
+            except InputError as err:
+                found.error(key, str(err))
+
+
+def _check_path(found: Findings, key: str, path: Path, kind: Literal["file", "folder"]) -> bool:
+    if not path.exists():
+        found.error(key, f"{path}: not found")
+    elif kind == "folder" and not path.is_dir():
+        found.error(key, f"{path}: expected a folder, found a file")
+    elif kind == "file" and not path.is_file():
+        found.error(key, f"{path}: expected a file, found a folder")
+    elif not os.access(path, os.R_OK | (os.X_OK if kind == "folder" else 0)):
+        found.error(key, f"{path}: not readable (permissions)")
+    else:
+        return True
+    return False
+
+
+def _check_paths(cfg: LoopConfig, found: Findings) -> None:
+    if (
+        _check_path(found, "base_model", cfg.base_model, "folder")
+        and not (cfg.base_model / "config.json").is_file()
+    ):
+        found.error(
+            "base_model",
+            f"{cfg.base_model}: not a Hugging Face model folder (no config.json in it)",
+        )
+    _check_path(found, "suite.path", cfg.suite.path, "file")
+    if cfg.train.data is not None:
+        _check_path(found, "train.data", cfg.train.data, "file")
+    if cfg.data.corpus is not None and _check_path(found, "data.corpus", cfg.data.corpus, "file"):
+        from tuneloop.data.corpus_config import load_corpus_config
+
+        try:
+            load_corpus_config(cfg.data.corpus)
+        except InputError as err:
+            found.error("data.corpus", str(err).replace("\n  ", "\n    "))
+    # Outputs need not exist yet, but what exists must be of the right kind.
+    for key, path, kind in (
+        ("workdir", cfg.workdir, "folder"),
+        ("archive.root", cfg.archive.root, "folder"),
+        ("gate.ledger", cfg.gate.ledger, "file"),
+    ):
+        if path is not None and path.exists() and path.is_dir() != (kind == "folder"):
+            found.error(
+                key,
+                f"{path}: expected a {kind}, found a {'file' if kind == 'folder' else 'folder'}",
+            )
+
+
+def _check_rules(cfg: LoopConfig, found: Findings) -> None:
+    g = cfg.gate
+    if g.enabled and g.metric == "pass_at_k" and g.k > cfg.eval.n_samples:
+        found.error(
+            "gate.k",
+            f"pass@{g.k} needs at least {g.k} samples per item, but eval.n_samples is "
+            f"{cfg.eval.n_samples}; raise eval.n_samples or lower gate.k",
+        )
+    if not cfg.merge.zero_adapter and cfg.train.data is None and cfg.data.corpus is None:
+        found.error(
+            "train.data",
+            "training has no data: set train.data (a JSONL) or data.corpus (a corpus-build "
+            "config whose output the data phase writes)",
+        )
+
+
+def _check_external(cfg: LoopConfig, found: Findings) -> None:
+    """The serving settings a backend reads only when it starts (minutes into a run).
+
+    EXTEND HERE as `serve.external` grows. That pre and post name different models unless
+    `aa_control` is set is already a validation rule of the config model (ExternalConfig),
+    reported by load_config before preflight runs.
+    """
+    serve = cfg.serve
+    if serve.backend != "external":
+        key_env, key_path = serve.api_key_env, "serve.api_key_env"
+    else:
+        ext = serve.external
+        key_env, key_path = ext.api_key_env, "serve.external.api_key_env"
+        bad: dict[str, str] = {}  # key → URL; a shared base_url is reported once
+        for arm in ("pre", "post"):
+            url, _ = ext.arm_endpoint(arm)
+            if url is not None and not url.startswith(("http://", "https://")):
+                own = getattr(ext, arm).base_url is not None
+                bad[f"serve.external.{arm}.base_url" if own else "serve.external.base_url"] = url
+        for key, url in bad.items():
+            found.error(key, f"expected an http(s) URL ending in /v1 (got {url!r})")
+    if key_env and not os.environ.get(key_env):
+        found.error(key_path, f"environment variable {key_env} is not set or empty")
+
+
+# ---- the suite: scorers, slices, power --------------------------------------------------------
+
+
+def _unknown_item_scorers(path: Path) -> list[str]:
+    """`file:line: unknown scorer …` for every item naming one (load_suite stops at the first)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []  # load_suite reports it
+    out = []
+    # lines end at "\n" only, as load_suite counts them (JSON strings may hold U+2028)
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        try:
+            raw = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue  # load_suite reports bad JSON with its line
+        name = raw.get("scorer") if isinstance(raw, dict) else None
+        if isinstance(name, str) and name not in scorers:
+            out.append(
+                f"{path}:{lineno}: unknown scorer {name!r}{did_you_mean(name, scorers.names())}"
+            )
+    return out
+
+
+def _load_suite(cfg: LoopConfig, found: Findings) -> Suite | None:
+    path = cfg.suite.path
+    if not path.is_file() or not os.access(path, os.R_OK):
+        return None  # reported by _check_paths
+    unknown = _unknown_item_scorers(path)
+    if unknown:
+        found.error("suite.path", "\n    ".join(["items name unknown scorers:", *unknown]))
+        return None
+    # An unknown default scorer is reported under its own key; a known stand-in lets the
+    # slice checks run (scorer names never move an item between slices).
+    default = cfg.suite.default_scorer
+    if default not in scorers:
+        default = scorers.names()[0]
+    try:
+        return load_suite(path, default)
+    except InputError as err:
+        found.error("suite.path", str(err))
+        return None
+
+
+def _slice(cfg: LoopConfig, suite: Suite, key: str, name: str, found: Findings) -> set[str] | None:
+    fractions = cfg.suite.slices
+    if name not in fractions:
+        known = ", ".join(sorted(fractions)) or "none"
+        found.error(
+            key,
+            f"unknown slice {name!r}{did_you_mean(name, fractions)}; suite.slices has: {known}",
+        )
+        return None
+    return set(slice_ids(suite, fractions, name, stratify_by_tag=cfg.suite.stratify_by_tag))
+
+
+def _check_slices(cfg: LoopConfig, suite: Suite, found: Findings) -> int:
+    """Check eval and gate slices; the gate slice's size (0 when it cannot be judged)."""
+    e, g = cfg.eval.slice, cfg.gate
+    evaluated = (
+        {i.id for i in suite.items} if e is None else _slice(cfg, suite, "eval.slice", e, found)
+    )
+    if evaluated is not None and not evaluated:
+        found.error("eval.slice", f"slice {e!r} has no items in {suite.path}")
+        return 0
+    if not g.enabled:
+        return 0
+    gate = _slice(cfg, suite, "gate.slice", g.slice, found)
+    if gate is None or evaluated is None:
+        return 0
+    if not gate <= evaluated:
+        found.error(
+            "eval.slice",
+            f"evaluates only slice {e!r}, but the gate decides on slice {g.slice!r}, whose "
+            f"items would not be evaluated; leave eval.slice unset to evaluate the whole suite",
+        )
+    elif not evaluated - gate:
+        found.error(
+            "gate.slice",
+            f"the report uses every evaluated item except the gate slice {g.slice!r}, and none "
+            f"is left ({len(evaluated)} evaluated, all in the gate slice); evaluate the whole "
+            "suite (eval.slice unset) with another slice in suite.slices",
+        )
+    if len(gate) < g.min_items:
+        found.error(
+            "gate.min_items",
+            f"the gate slice {g.slice!r} has {len(gate)} items, fewer than min_items "
+            f"{g.min_items}: the gate could only reject; enlarge suite.slices.{g.slice} or "
+            "the suite",
+        )
+    return len(gate)
+
+
+def _sd_diff(cfg: LoopConfig) -> tuple[float, str]:
+    """(sd of item differences, where it came from): the eval_pre pilot, else the assumption."""
+    pilot = cfg.workdir / "eval_pre"
+    note = f"no pilot log in {pilot}"
+    if cfg.gate.metric != "mean":
+        note = "the pilot log gives mean item scores, not pass@k"
+    elif (pilot / "summary.json").is_file():
+        from tuneloop.report.power import pilot_sd_diff
+        from tuneloop.samplelog import load_sample_log
+
+        try:
+            n, sd, how = pilot_sd_diff([load_sample_log(pilot)], correlation=0.5)
+        except InputError as err:
+            note = f"the pilot log {pilot} is unusable: {err}"
+        else:
+            if sd > 0:
+                return sd, f"pilot {pilot} ({n} items); {how}"
+            note = f"the pilot log {pilot} has no spread in item scores"
+    return ASSUMED_SD_DIFF, (
+        "assumed: two independent Bernoulli(0.5) item scores, the largest spread of two "
+        f"independent pass/fail arms ({note})"
+    )
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    normal = NormalDist()
+    return normal.inv_cdf(1 - alpha) + normal.inv_cdf(power)
+
+
+def gate_mde(n_items: int, sd_diff: float, alpha: float, power: float = POWER) -> float:
+    """One-sided minimum detectable effect: `tuneloop.stats.min_detectable_effect(...,
+    two_sided=False)` (Miller 2024) with the normal quantiles of the standard library, because
+    importing `tuneloop.stats` loads scipy and doubles `check`'s wall time. The preflight tests
+    hold the two equal."""
+    return _z_sum(alpha, power) * sd_diff / math.sqrt(n_items)
+
+
+def gate_items_needed(effect: float, sd_diff: float, alpha: float, power: float = POWER) -> int:
+    """Items for a one-sided test to detect `effect` (> 0): `tuneloop.stats.items_needed`."""
+    return max(1, math.ceil((_z_sum(alpha, power) * sd_diff / effect) ** 2))
+
+
+def _check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
+    g = cfg.gate
+    sd, source = _sd_diff(cfg)
+    mde = gate_mde(n, sd, g.alpha)
+    if mde <= g.margin:
+        return
+    if g.margin > 0:
+        need = gate_items_needed(g.margin, sd, g.alpha)
+        fraction = cfg.suite.slices[g.slice]
+        advice = (
+            f"Detecting Δ = margin needs {need} gate items (a suite of about "
+            f"{math.ceil(need / fraction)} at suite.slices.{g.slice} = {fraction:g})"
+        )
+    else:
+        advice = (
+            "Margin 0 counts any improvement, and no slice size detects every one; set "
+            "gate.margin to the smallest improvement worth shipping"
+        )
+    found.warn(
+        "gate.margin",
+        f"the gate slice {g.slice!r} has {n} items: at one-sided alpha {g.alpha:g} with "
+        f"{POWER:.0%} power the minimum detectable effect is Δ = {mde:.3f}, above the margin "
+        f"{g.margin:g}; a true improvement between the two will most often be rejected as not "
+        f"significant. {advice}. sd of item differences {sd:.3f}, {source}",
+    )

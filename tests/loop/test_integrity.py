@@ -1,0 +1,159 @@
+"""A round's decision belongs to its evidence: the real report, gate, capstone, archive and
+promote phases on fake model phases (tests/loop/fakeloop.py), a few seconds per run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuneloop.archive import verify_archive
+from tuneloop.errors import InputError
+from tuneloop.gate import champion_history
+from tuneloop.loop.state import load_state
+
+from . import fakeloop
+from .fakeloop import runner, write_config
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(autouse=True)
+def _calls() -> None:
+    fakeloop.CALLS.clear()
+
+
+def verdict(tmp: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((tmp / "work" / "gate" / "verdict.json").read_text())
+
+
+def test_a_weaker_rerun_is_refused_before_training_and_nothing_changes(tmp_path: Path) -> None:
+    """Defect 1: the old 'promote' stayed after a weaker re-run; the archive was overwritten."""
+    config = write_config(tmp_path)
+    state = runner(config).run()
+    first = verdict(tmp_path)
+    assert first["decision"] == "promote"
+    (champ,) = champion_history(tmp_path / "ledger" / "ledger.db")
+    archive = tmp_path / "archive" / state.run_id
+    assert champ["descriptor"]["path"] == str(archive / "run" / "merge" / "model")
+    fakeloop.CALLS.clear()
+    with pytest.raises(InputError, match=r"(\d+) of the \1 items of slice .gate.*refused before"):
+        runner(config, ["train.steps=3"]).run()
+    assert fakeloop.CALLS == []  # nothing ran: no training was wasted
+    assert verdict(tmp_path) == first
+    assert load_state(tmp_path / "work").run_id == state.run_id  # type: ignore[union-attr]
+    assert verify_archive(archive) == []
+
+
+def test_a_changed_round_with_reuse_allowed_is_a_new_round(tmp_path: Path) -> None:
+    """Defects 1 and 2: --from train after a config change; nothing of the old round lost."""
+    config = write_config(tmp_path)
+    old = runner(config).run()
+    fakeloop.CALLS.clear()
+    new = runner(config, ["train.steps=3", "gate.allow_slice_reuse=true"], from_phase="train").run()
+    assert fakeloop.CALLS == ["train", "merge", "doctor", "eval_post"]
+    assert new.run_id != old.run_id and new.previous_runs[-1].run_id == old.run_id
+    v = verdict(tmp_path)
+    assert v["decision"] == "reject" and v["run_id"] == new.run_id  # never the old promote
+    assert v["slice_reuse"]["previous_runs"] == [old.run_id]
+    capstone = (tmp_path / "work" / "capstone" / "report.md").read_text()
+    assert "**reject**" in capstone and new.run_id in capstone
+    # both archives exist and verify; the champion is still the old round's
+    assert verify_archive(tmp_path / "archive" / old.run_id) == []
+    assert verify_archive(tmp_path / "archive" / new.run_id) == []
+    history = champion_history(tmp_path / "ledger" / "ledger.db")
+    assert [h["run_id"] for h in history] == [old.run_id]
+    # the replaced outputs are kept, with why
+    moved = sorted(p.name.split("-", 2)[-1] for p in (tmp_path / "work" / "quarantine").iterdir())
+    assert moved == sorted(
+        [
+            "train",
+            "merge",
+            "doctor",
+            "eval_post",
+            "report",
+            "gate",
+            "capstone",
+            "archive",
+            "promote",
+        ]
+    )
+    for folder in (tmp_path / "work" / "quarantine").iterdir():
+        assert json.loads((folder / "why.json").read_text())["reason"]
+
+
+def test_tampered_scores_are_quarantined_and_never_judged(tmp_path: Path) -> None:
+    """Defect 10: a redo kept the edited rows and only filled missing keys."""
+    config = write_config(tmp_path, gate={"enabled": False})
+    runner(config).run()
+    samples = tmp_path / "work" / "eval_post" / "samples.jsonl"
+    rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    honest = sum(r["score"] for r in rows)
+    samples.write_text("".join(json.dumps({**r, "score": 1.0}) + "\n" for r in rows))
+    fakeloop.CALLS.clear()
+    runner(config).run()
+    assert "eval_post" in fakeloop.CALLS  # the fake asserts it started from an empty folder
+    again = [json.loads(line) for line in samples.read_text().splitlines()]
+    assert sum(r["score"] for r in again) == honest
+    (kept,) = (tmp_path / "work" / "quarantine").glob("*-eval_post")
+    assert all(
+        json.loads(x)["score"] == 1.0 for x in (kept / "samples.jsonl").read_text().splitlines()
+    )
+
+
+def test_the_bar_is_sealed_before_the_post_evaluation(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    env = {**os.environ, "TUNELOOP_KILL_AT": "gate:start"}
+    proc = subprocess.run([sys.executable, str(HERE / "fakeloop.py"), str(config)], env=env)
+    assert proc.returncode == -9
+    sealed = json.loads((tmp_path / "work" / "eval_post" / "sealed_bar.json").read_text())
+    assert sealed["bar"]["margin"] == 0.05
+    with pytest.raises(InputError, match="bar was sealed at .* restore the sealed"):
+        runner(config, ["gate.margin=0.0"]).run()
+    with pytest.raises(InputError, match="bar was sealed"):
+        runner(config, ["gate.margin=0.0"]).plan()
+    assert runner(config).run().phases["promote"].status == "done"
+
+
+@pytest.mark.parametrize("archive", [True, False])
+def test_kill_between_decision_and_archive_never_names_a_missing_champion(
+    tmp_path: Path, archive: bool
+) -> None:
+    """Defect 3: the champion pointed into an archive that did not exist yet."""
+    config = write_config(tmp_path, archive={"enabled": archive})
+    db = tmp_path / "ledger" / "ledger.db"
+    points = ["gate:end", "capstone:start", "capstone:end", "archive:start", "archive:end"]
+    points += ["promote:start"]
+    for point in points if archive else ["gate:end", "capstone:end", "promote:start"]:
+        env = {**os.environ, "TUNELOOP_KILL_AT": point}
+        proc = subprocess.run([sys.executable, str(HERE / "fakeloop.py"), str(config)], env=env)
+        assert proc.returncode == -9, point
+        assert champion_history(db) == [], point  # the old (no) champion is in charge
+    state = runner(config).run()
+    (champ,) = champion_history(db)
+    path = Path(champ["descriptor"]["path"])
+    assert path.is_dir()
+    if archive:
+        assert path == tmp_path / "archive" / state.run_id / "run" / "merge" / "model"
+        assert verify_archive(tmp_path / "archive" / state.run_id) == []
+    else:
+        assert path == tmp_path / "work" / "merge" / "model"
+        assert "archiving is off" in champ["descriptor"]["location"]
+    promotion = json.loads((tmp_path / "work" / "promote" / "promotion.json").read_text())
+    assert promotion["champion_version"] == 1
+    assert runner(config).run().run_id == state.run_id  # nothing left to do, same round
+
+
+def test_an_archive_is_never_overwritten(tmp_path: Path) -> None:
+    config = write_config(tmp_path, gate={"enabled": False})
+    state = runner(config).run()
+    target = tmp_path / "archive" / state.run_id
+    (target / "run" / "report" / "delta.md").write_text("edited")  # no longer verifies
+    (tmp_path / "work" / "archive" / "archived.json").unlink()
+    with pytest.raises(Exception, match="never overwritten"):
+        runner(config).run()
+    assert (target / "run" / "report" / "delta.md").read_text() == "edited"
