@@ -85,6 +85,23 @@ class SampleRow(Record):
         return float(self.score) if self.status == "ok" and self.score is not None else 0.0
 
 
+class ServedAs(BaseModel):
+    """How the evaluated model was served: what makes two arms' logs comparable besides the
+    sampling budget. Written by the loop beside the eval's own settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arm: Literal["pre", "post"]
+    """Which side of the comparison this log is."""
+    backend: str
+    """The serving backend (`embedded`, `vllm`, `external`, a plugin)."""
+    stop_token_ids: list[int] | None = None
+    """The decoding contract's stop ids the server applied to this arm (the same for both
+    arms); None when the backend could not apply one (an external endpoint)."""
+    aa_control: bool = False
+    """True for a deliberate A/A control: pre and post are the same external model."""
+
+
 class EvalSummary(Record):
     """Settings and totals of one eval, written beside samples.jsonl."""
 
@@ -109,6 +126,9 @@ class EvalSummary(Record):
     duration_s: float | None = None
     retries: int = 0
     """Infrastructure retries performed (never scored)."""
+    served_as: ServedAs | None = None
+    """How the model was served (arm, backend, decoding contract, A/A control); None for an
+    eval run outside the loop."""
 
 
 SAMPLING_BUDGET = ("n_samples", "temperature", "top_p", "max_tokens")

@@ -50,7 +50,7 @@ def test_vllm_argv_carries_every_setting() -> None:
 
 
 def test_options_flatten_the_backend_section_and_refuse_unknown_keys() -> None:
-    opts = {"max_batch_size": 8, "vllm": {"dtype": "half"}, "external": {"model": "x"}}
+    opts = {"max_batch_size": 8, "vllm": {"dtype": "half"}, "external": {"pre": {"model": "x"}}}
     assert select_options(opts, "vllm", {"dtype"}) == {"dtype": "half"}
     assert select_options(opts, "embedded", {"max_batch_size"}) == {"max_batch_size": 8}
     with pytest.raises(InputError, match="did you mean 'max_batch_size'"):
@@ -77,6 +77,24 @@ def test_vllm_backend_serves_through_the_fake(
     assert pid is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_vllm_backend_loads_the_contract_generation_config(
+    fake_vllm_on_path: None, tmp_path: Path
+) -> None:
+    import json
+
+    from tuneloop.serve import Decoding
+
+    log = tmp_path / "vllm.log"
+    contract = Decoding((0, 2), {"do_sample": False, "max_new_tokens": 8})
+    with serving("org/model", "vllm", log_path=log, decoding=contract) as ep:
+        assert ep.decoding_applied
+        argv = next(line for line in log.read_text().splitlines() if "fake vllm argv" in line)
+        folder = Path(argv.split("--generation-config ")[1].split()[0])
+        served = json.loads((folder / "generation_config.json").read_text())
+    assert served == {"do_sample": False, "eos_token_id": [0, 2], "max_new_tokens": 8}
+    assert not folder.exists()
 
 
 def test_vllm_startup_failure_shows_its_log(
@@ -120,8 +138,13 @@ def test_external_backend_reads_the_key_from_env_and_never_writes_it(
 ) -> None:
     monkeypatch.setenv("EXT_KEY", KEY)
     log = tmp_path / "ext.log"
-    opts = {"base_url": external_server, "model": "ext-model", "api_key_env": "EXT_KEY"}
-    with serving("ignored", "external", log_path=log, options=opts) as ep:
+    opts = {
+        "base_url": external_server,
+        "pre": {"model": "ext-model"},
+        "post": {"model": "other-model"},
+        "api_key_env": "EXT_KEY",
+    }
+    with serving("ignored", "external", log_path=log, options=opts, arm="pre") as ep:
         assert (ep.model, ep.pid, ep.api_key) == ("ext-model", None, KEY)
         reply = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key).completions.create(
             model=ep.model, prompt="6 * 7 =", n=3
@@ -133,15 +156,20 @@ def test_external_backend_reads_the_key_from_env_and_never_writes_it(
 def test_external_backend_refuses_a_wrong_or_missing_key(
     external_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    opts = {"base_url": external_server, "model": "ext-model", "api_key_env": "EXT_KEY"}
+    opts = {
+        "base_url": external_server,
+        "pre": {"model": "ext-model"},
+        "post": {"model": "other-model"},
+        "api_key_env": "EXT_KEY",
+    }
     monkeypatch.delenv("EXT_KEY", raising=False)
     with (
         pytest.raises(InputError, match="EXT_KEY is not set"),
-        serving("x", "external", options=opts),
+        serving("x", "external", options=opts, arm="pre"),
     ):
         pass
     monkeypatch.setenv("EXT_KEY", "sk-wrong-key")
     refused = pytest.raises(PhaseFailed, match="HTTP 401")
-    with refused as info, serving("x", "external", options=opts, startup_timeout_s=10):
+    with refused as info, serving("x", "external", options=opts, arm="pre", startup_timeout_s=10):
         pass
     assert "sk-wrong-key" not in str(info.value)

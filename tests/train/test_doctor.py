@@ -80,3 +80,65 @@ def test_healthy_checkpoint_passes_every_check(tiny_model: Path) -> None:
     report = doctor(tiny_model)
     assert report.ok, report.checks
     assert _check(report, "generation").detail.startswith("stopped after")
+
+
+def test_truncated_safetensors_is_a_failed_check_not_a_traceback(copy: Path) -> None:
+    import subprocess
+    import sys
+
+    weights = copy / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    report = doctor(copy)
+    check = _check(report, "shards")
+    assert not report.ok and not check.ok and "truncated or corrupt" in check.detail
+    for name in ("finite", "shapes", "generation"):
+        assert _check(report, name).detail.startswith("not run"), name
+    # what users run: the installed script exits 1 (a failed health check), no traceback
+    script = Path(sys.executable).parent / "tuneloop"
+    done = subprocess.run(
+        [str(script), "doctor", str(copy)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "FAIL" in done.stdout and "doctor: FAILED (shards" in done.stderr
+
+
+def _wrong_eos(model: Path) -> None:
+    gen = json.loads((model / "generation_config.json").read_text())
+    gen["eos_token_id"] = 0  # <|endoftext|>, not the template's <|im_end|> (2)
+    (model / "generation_config.json").write_text(json.dumps(gen))
+
+
+def test_doctor_arms_serves_both_under_the_base_contract(copy: Path, tmp_path: Path) -> None:
+    from tuneloop.train import merge
+    from tuneloop.train.doctor import doctor_arms
+
+    _wrong_eos(copy)
+    merged = merge(copy, None, tmp_path / "merged")
+    report = doctor_arms(copy, merged)
+    assert report.ok, (report.decoding, report.base.failures(), report.merged.failures())
+    assert report.comparison is not None and report.comparison.stop_token_ids == (0, 2)
+    assert "base [0], merged [0, 2]; both arms are served with stop ids [0, 2]" in (
+        report.decoding.detail
+    )
+    assert "(the decoding contract)" in _check(report.base, "stop_tokens").detail
+
+
+def test_doctor_arms_refuses_a_decoding_mismatch(copy: Path, tmp_path: Path) -> None:
+    from tuneloop.train import merge
+    from tuneloop.train.doctor import doctor_arms
+
+    merged = merge(copy, None, tmp_path / "merged")
+    template_file = merged / "chat_template.jinja"  # where transformers 5 saves the template
+    template = template_file.read_text()
+    changed = template.replace("{{ m['content'] }}", "Answer briefly. {{ m['content'] }}")
+    assert changed != template
+    template_file.write_text(changed)
+    gen = json.loads((merged / "generation_config.json").read_text())
+    (merged / "generation_config.json").write_text(json.dumps({**gen, "temperature": 0.7}))
+    report = doctor_arms(copy, merged)
+    assert not report.ok and not report.decoding.ok
+    detail = report.decoding.detail
+    assert detail.startswith("the arms would decode differently")
+    assert "chat templates differ" in detail
+    assert "generation_config.json temperature: base None, merged 0.7" in detail

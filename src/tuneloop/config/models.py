@@ -59,13 +59,62 @@ class VllmConfig(Section):
     """Further arguments passed to `vllm serve` verbatim."""
 
 
+class ExternalArm(Section):
+    model: str | None = None
+    """The served model name to request for this arm."""
+    base_url: str | None = None
+    """This arm's OpenAI-compatible base URL ending in /v1; None uses `serve.external.base_url`."""
+
+
 class ExternalConfig(Section):
     base_url: str | None = None
-    """An OpenAI-compatible base URL ending in /v1 (Ollama, a hosted API)."""
-    model: str | None = None
-    """The served model name to request. Pre and post must name different models."""
+    """Base URL ending in /v1 shared by both arms unless an arm names its own."""
+    pre: ExternalArm = ExternalArm()
+    """The model evaluated before training (the champion)."""
+    post: ExternalArm = ExternalArm()
+    """The model evaluated after training (the challenger); must differ from `pre`."""
     api_key_env: str | None = None
     """Name of the environment variable holding the API key; the key is never stored."""
+    aa_control: bool = False
+    """A/A control: `pre` and `post` are the same model on purpose (recorded in both sample
+    logs' summaries); without it, the same model for both arms is a config error."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_single_model(cls, data: object) -> object:
+        if isinstance(data, dict) and "model" in data:
+            raise ValueError(
+                "serve.external.model names one model for both arms and is no longer accepted; "
+                "write serve.external.pre.model (the model before training) and "
+                "serve.external.post.model (after), and set serve.external.aa_control: true "
+                "only if they are the same model on purpose"
+            )
+        return data
+
+    def arm_endpoint(self, arm: Literal["pre", "post"]) -> tuple[str | None, str | None]:
+        """(base_url, model) of one arm, the shared base_url filled in."""
+        section = self.pre if arm == "pre" else self.post
+        return (section.base_url or self.base_url, section.model)
+
+    @model_validator(mode="after")
+    def _distinct_arms(self) -> ExternalConfig:
+        pre, post = self.arm_endpoint("pre"), self.arm_endpoint("post")
+        if pre[1] is None or post[1] is None:
+            return self  # required only with backend external (ServeConfig checks that)
+        if pre == post and not self.aa_control:
+            raise ValueError(
+                f"serve.external.pre and serve.external.post are the same model ({pre[1]!r} at "
+                f"{pre[0]}): post would be labelled as the trained model without being it; "
+                "name the trained model in serve.external.post.model, or set "
+                "serve.external.aa_control: true for a deliberate A/A control"
+            )
+        if pre != post and self.aa_control:
+            raise ValueError(
+                "serve.external.aa_control: true needs serve.external.pre and .post to be the "
+                f"same model at the same URL (got {pre[1]!r} at {pre[0]} and {post[1]!r} at "
+                f"{post[0]})"
+            )
+        return self
 
 
 class ServeConfig(Section):
@@ -87,6 +136,29 @@ class ServeConfig(Section):
     """Embedded or vLLM server: require `Authorization: Bearer $VAR` when set."""
     vllm: VllmConfig = VllmConfig()
     external: ExternalConfig = ExternalConfig()
+
+    @model_validator(mode="after")
+    def _external_arms(self) -> ServeConfig:
+        ext = self.external
+        if self.backend != "external":
+            if ext.aa_control:
+                raise ValueError(
+                    "serve.external.aa_control applies only to serve.backend: external "
+                    "(for a local A/A control use merge.zero_adapter: true)"
+                )
+            return self
+        missing = [
+            f"serve.external.{arm}.{key}"
+            for arm in ("pre", "post")
+            for key, value in zip(("base_url", "model"), ext.arm_endpoint(arm), strict=True)
+            if not value
+        ]
+        if missing:
+            raise ValueError(
+                f"serve.backend: external needs {', '.join(missing)} (a base_url may be given "
+                "once as serve.external.base_url for both arms)"
+            )
+        return self
 
 
 # ---- suite and evaluation ------------------------------------------------------------------
@@ -224,8 +296,8 @@ class GateConfig(Section):
     """k for pass_at_k."""
     margin: float = Field(default=0.0, ge=0)
     """Minimum practical improvement Δ (absolute, on the metric's scale)."""
-    alpha: float = Field(default=0.05, gt=0, lt=1)
-    """Significance level of the one-sided test."""
+    alpha: float = Field(default=0.05, gt=0, lt=0.5)
+    """Significance level of the one-sided test, in (0, 0.5) (as the gate's sealed bar)."""
     test: Literal["permutation", "sign"] = "permutation"
     """Paired test used for significance."""
     non_inferiority_epsilon: float | None = Field(default=None, gt=0)

@@ -51,6 +51,8 @@ class Arm:
     """(items × samples) sample values; missing/errors/absent are 0."""
     status: dict[str, int]
     """Sample counts by status: ok, missing (incl. absent), harness_error."""
+    finish_reasons: dict[str, int]
+    """Completions (rows that are not `missing`) by finish_reason."""
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,25 @@ def check_same_items(pre: EvalSummary, post: EvalSummary, labels: tuple[str, str
         )
 
 
+def finish_reasons(rows: Sequence[SampleRow], item_ids: Sequence[str]) -> dict[str, int]:
+    """Completions of the given items by finish_reason (missing rows have none)."""
+    keep = set(item_ids)
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row.item_id in keep and row.status != "missing":
+            reason = row.finish_reason or "unknown"
+            counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def _arm(summary: EvalSummary, rows: list[SampleRow], ids: list[str], label: str) -> Arm:
     grid = score_grid(rows, ids, summary.sampling.n_samples, label)
-    return Arm(model=summary.model, values=grid.values, status=grid.status)
+    return Arm(
+        model=summary.model,
+        values=grid.values,
+        status=grid.status,
+        finish_reasons=finish_reasons(rows, ids),
+    )
 
 
 def align(
@@ -133,6 +151,7 @@ def arm_summary(arm: Arm, confidence: float) -> ArmSummary:
     wilson = stats.wilson_interval(min(float(scores.sum()), float(items)), items, confidence)
     se = _finite(stats.clustered_se(arm.values.ravel(), np.repeat(np.arange(items), n)))
     z = float(ndtri(0.5 + confidence / 2))
+    completions = sum(arm.finish_reasons.values())
     return ArmSummary(
         model=arm.model,
         mean=mean,
@@ -143,6 +162,8 @@ def arm_summary(arm: Arm, confidence: float) -> ArmSummary:
         ok=arm.status["ok"],
         missing=arm.status["missing"],
         harness_error=arm.status["harness_error"],
+        finish_reasons=arm.finish_reasons,
+        length_share=arm.finish_reasons.get("length", 0) / completions if completions else None,
     )
 
 

@@ -24,6 +24,36 @@ def _arm_row(name: str, arm: ArmSummary) -> str:
     )
 
 
+TRUNCATION_GAP = 0.05
+"""A difference in the share of truncated completions above which delta.md warns."""
+
+
+def _finish_lines(r: DeltaReport) -> list[str]:
+    """Finish reasons per arm: a Δ between arms truncated at different rates is partly a
+    decoding-length effect, not a quality one."""
+    reasons = sorted(set(r.pre.finish_reasons) | set(r.post.finish_reasons))
+    if not reasons:
+        return []
+    rows = [
+        "## Finish reasons",
+        "",
+        "| arm | " + " | ".join(f"`{x}`" for x in reasons) + " | share hitting max_tokens |",
+        "|---|" + "---|" * (len(reasons) + 1),
+    ]
+    for name, arm in (("pre", r.pre), ("post", r.post)):
+        counts = " | ".join(str(arm.finish_reasons.get(x, 0)) for x in reasons)
+        share = "—" if arm.length_share is None else f"{arm.length_share:.1%}"
+        rows.append(f"| {name} | {counts} | {share} |")
+    a, b = r.pre.length_share, r.post.length_share
+    if a is not None and b is not None and abs(a - b) > TRUNCATION_GAP:
+        rows += [
+            "",
+            f"**Warning:** {a:.1%} of pre and {b:.1%} of post completions hit max_tokens; "
+            "part of Δ may come from where decoding stopped rather than from training.",
+        ]
+    return [*rows, ""]
+
+
 def render_markdown(r: DeltaReport) -> str:
     """The whole delta.md."""
     conf = f"{r.settings.confidence:.0%}"
@@ -61,7 +91,7 @@ def render_markdown(r: DeltaReport) -> str:
         f"{f.both_right} right in both, {f.both_wrong} wrong in both.",
         "",
     ]
-    lines += _tag_table(r, conf) + _passk_table(r)
+    lines += _finish_lines(r) + _tag_table(r, conf) + _passk_table(r)
     lines += ["", "Figures: `passk.png` (pass@k with bands), `items.png` (per-item scores).", ""]
     return "\n".join(lines)
 

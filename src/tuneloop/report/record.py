@@ -37,6 +37,12 @@ class ArmSummary(_Part):
     """Samples with no completion (written as missing, or absent from the log); scored 0."""
     harness_error: int
     """Samples whose scorer failed; scored 0."""
+    finish_reasons: dict[str, int] = {}
+    """Completions by the server's finish_reason (`stop`, `length`, …; `unknown` when the
+    server gave none); missing samples have no completion and are not counted."""
+    length_share: float | None = None
+    """Share of the completions that hit max_tokens (finish_reason `length`); truncation is
+    the usual hidden confound of a Δ. None when the arm has no completion."""
 
 
 class Flips(_Part):

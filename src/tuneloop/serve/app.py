@@ -3,8 +3,10 @@
 Run it:  `python -m tuneloop.serve.app MODEL_DIR --port 8000` (or `tuneloop serve MODEL_DIR`).
 Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`.
 Chat prompts are rendered with the model's chat template and decoding stops at the template's
-end-of-turn token (generation_config's eos ids). Concurrent requests share decode batches; see
-`engine.py` for what batching does and `decode.py` for what it preserves.
+end-of-turn token (generation_config's eos ids), or exactly at `--stop-token-ids` when given
+(the loop passes one set for both arms, so they cannot stop in different places).
+Concurrent requests share decode batches; see `engine.py` for what batching does and
+`decode.py` for what it preserves.
 
 Safety: binds loopback unless told otherwise; with `--api-key-env VAR` every /v1 route needs
 `Authorization: Bearer $VAR`; bodies over `max_body_bytes` get a 413 and `max_tokens` over the
@@ -76,6 +78,8 @@ class ServerSettings:
     """Where to write the bound port (for port 0), for the parent that spawned us."""
     parent_pid: int | None = None
     """Exit when this process is no longer our parent."""
+    stop_token_ids: tuple[int, ...] | None = None
+    """Tokens that end a completion, replacing the checkpoint's generation-config eos ids."""
 
 
 def _error(err: ApiError) -> JSONResponse:
@@ -351,6 +355,7 @@ def run_server(model_dir: str, settings: ServerSettings) -> int:
             model_dir,
             max_batch_size=settings.max_batch_size,
             batch_wait_ms=settings.batch_wait_ms,
+            stop_token_ids=settings.stop_token_ids,
         ).start()
     except Exception as err:
         _log(f"error: model {model_dir} failed to load: {type(err).__name__}: {err}")

@@ -1,14 +1,19 @@
 """The built-in serving backends, registered in `tuneloop.registry.serve_backends`.
 
 A backend is a context-manager factory `(model, *, host, port, startup_timeout_s, log_path,
-options) -> ContextManager[Endpoint]`.
+options, arm, decoding) -> ContextManager[Endpoint]`.
 
-- `embedded`: `python -m tuneloop.serve.app MODEL_DIR` in its own process group (CPU default).
+- `embedded`: `python -m tuneloop.serve.app MODEL_DIR` in its own process group (CPU default);
+  a `Decoding` contract reaches it as `--stop-token-ids`.
 - `vllm`: `vllm serve MODEL …` built by `vllm_argv` from the `serve.vllm` settings; the API key,
-  if any, reaches vLLM through `VLLM_API_KEY` in its environment, never through argv.
+  if any, reaches vLLM through `VLLM_API_KEY` in its environment, never through argv. A
+  `Decoding` contract is written to a generation_config.json that both arms load through
+  `--generation-config DIR` (vLLM's stop ids and sampling defaults come from it).
 - `external`: any OpenAI-compatible base URL; nothing is started, readiness is `/models` plus
-  one real completion. The API key is read from the env var the config names and is never
-  written to config, logs or artifacts.
+  one real completion. Each arm names its own model (`serve.external.pre` / `.post`); the
+  `model` argument (a local checkpoint) is not what it serves and is never its identity. The
+  API key is read from the env var the config names and is never written to config, logs or
+  artifacts.
 
 `options` may hold the flattened settings of every backend (the loop passes the whole `serve`
 section); keys that belong to another backend are ignored, unknown keys are an `InputError`.
@@ -16,6 +21,7 @@ section); keys that belong to another backend are ignored, unknown keys are an `
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -29,7 +35,7 @@ from typing import Any
 from tuneloop.envkeys import read_api_key
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.registry import did_you_mean, serve_backends
-from tuneloop.serve import Endpoint
+from tuneloop.serve import Arm, Decoding, Endpoint
 from tuneloop.serve.lifecycle import Launch, free_port, launched, log_file, probe
 
 EMBEDDED_KEYS = {"max_batch_size", "batch_wait_ms", "max_tokens_cap", "api_key_env"}
@@ -43,7 +49,7 @@ VLLM_KEYS = {
     "extra_args",
     "api_key_env",
 }
-EXTERNAL_KEYS = {"base_url", "model", "api_key_env"}
+EXTERNAL_KEYS = {"base_url", "pre", "post", "api_key_env", "aa_control"}
 # ServeConfig's own fields that the loop may pass along; serving() takes them as arguments.
 COMMON_KEYS = {"backend", "host", "port", "startup_timeout_s"}
 ALL_KEYS = EMBEDDED_KEYS | VLLM_KEYS | EXTERNAL_KEYS | COMMON_KEYS | {"vllm", "external"}
@@ -52,6 +58,11 @@ ALL_KEYS = EMBEDDED_KEYS | VLLM_KEYS | EXTERNAL_KEYS | COMMON_KEYS | {"vllm", "e
 def select_options(options: dict[str, Any], backend: str, allowed: set[str]) -> dict[str, Any]:
     """The options for `backend`: a nested `vllm:`/`external:` section is flattened into the
     top level; other backends' keys are dropped; unknown keys raise `InputError`."""
+    if "model" in options or "model" in (options.get("external") or {}):
+        raise InputError(
+            "serve.external.model names one model for both arms and is no longer accepted; "
+            "give serve.external.pre.model and serve.external.post.model"
+        )
     unknown = sorted(k for k in options if k not in ALL_KEYS)
     if unknown:
         hints = "".join(did_you_mean(k, ALL_KEYS) for k in unknown)
@@ -73,13 +84,17 @@ def _model_dir(model: str | Path) -> Path:
     return path
 
 
-def embedded_argv(model_dir: Path, host: str, port: int, opts: dict[str, Any]) -> list[str]:
+def embedded_argv(
+    model_dir: Path, host: str, port: int, opts: dict[str, Any], decoding: Decoding | None = None
+) -> list[str]:
     """The `python -m tuneloop.serve.app` command line (no secrets: only the key's env var)."""
     argv = [sys.executable, "-m", "tuneloop.serve.app", str(model_dir), "--host", host]
     argv += ["--port", str(port)]
     for key in ("max_batch_size", "batch_wait_ms", "max_tokens_cap", "api_key_env"):
         if opts.get(key) is not None:
             argv += [f"--{key.replace('_', '-')}", str(opts[key])]
+    if decoding is not None:
+        argv += ["--stop-token-ids", ",".join(str(i) for i in decoding.stop_token_ids)]
     return argv
 
 
@@ -93,6 +108,8 @@ def embedded(
     startup_timeout_s: float,
     log_path: Path | None,
     options: dict[str, Any],
+    arm: Arm | None = None,
+    decoding: Decoding | None = None,
 ) -> Iterator[Endpoint]:
     """FastAPI + transformers with request batching, in a child process."""
     opts = select_options(options, "embedded", EMBEDDED_KEYS)
@@ -100,7 +117,7 @@ def embedded(
     api_key = read_api_key(opts.get("api_key_env"), "serve.api_key_env")
     with log_file(log_path) as log, tempfile.TemporaryDirectory(prefix="tuneloop-port-") as tmp:
         port_file = Path(tmp) / "port"
-        argv = embedded_argv(model_dir, host, port, opts)
+        argv = embedded_argv(model_dir, host, port, opts, decoding)
         argv += ["--port-file", str(port_file), "--parent-pid", str(os.getpid())]
         launch = Launch(
             argv=argv,
@@ -115,7 +132,7 @@ def embedded(
             env={**os.environ, "HF_HUB_OFFLINE": "1"},
         )
         with launched(launch) as (base_url, pid):
-            yield Endpoint(base_url, str(model), api_key, pid)
+            yield Endpoint(base_url, str(model), api_key, pid, decoding_applied=bool(decoding))
 
 
 def vllm_argv(model: str | Path, host: str, port: int, opts: dict[str, Any]) -> list[str]:
@@ -141,6 +158,8 @@ def vllm(
     startup_timeout_s: float,
     log_path: Path | None,
     options: dict[str, Any],
+    arm: Arm | None = None,
+    decoding: Decoding | None = None,
 ) -> Iterator[Endpoint]:
     """`vllm serve` in its own process group (vLLM is not imported here)."""
     import signal
@@ -157,9 +176,16 @@ def vllm(
     if api_key:
         env["VLLM_API_KEY"] = api_key
     port = port or free_port(host)  # vLLM cannot report a port it picked itself
-    with log_file(log_path) as log:
+    with log_file(log_path) as log, tempfile.TemporaryDirectory(prefix="tuneloop-gen-") as tmp:
+        argv = vllm_argv(model, host, port, opts)
+        if decoding is not None:
+            # vLLM reads its stop ids and sampling defaults from this folder's
+            # generation_config.json instead of the checkpoint's: the same file for both arms.
+            gen = json.dumps(decoding.served_generation_config(), indent=2, sort_keys=True)
+            (Path(tmp) / "generation_config.json").write_text(gen + "\n")
+            argv += ["--generation-config", tmp]
         launch = Launch(
-            argv=vllm_argv(model, host, port, opts),
+            argv=argv,
             served_model=str(model),
             host=host,
             port=port,
@@ -170,7 +196,7 @@ def vllm(
             pdeathsig=signal.SIGTERM,
         )
         with launched(launch) as (base_url, pid):
-            yield Endpoint(base_url, str(model), api_key, pid)
+            yield Endpoint(base_url, str(model), api_key, pid, decoding_applied=bool(decoding))
 
 
 def _wait_external(base_url: str, model: str, api_key: str | None, timeout_s: float) -> None:
@@ -195,6 +221,36 @@ def _wait_external(base_url: str, model: str, api_key: str | None, timeout_s: fl
     raise PhaseFailed(f"external endpoint {base_url} (model {model!r}) not ready: {problem}")
 
 
+def external_arm(opts: dict[str, Any], arm: Arm | None) -> tuple[str, str]:
+    """(base_url, model) of `arm` from the `serve.external` options; refuses the same model
+    for both arms unless `aa_control` is set."""
+    if arm not in ("pre", "post"):
+        raise InputError(
+            "the external backend serves one arm of a comparison: call serving(..., arm='pre') "
+            "or arm='post' (configured as serve.external.pre / serve.external.post)"
+        )
+    ends = {}
+    for side in ("pre", "post"):
+        section = opts.get(side) or {}
+        url = str(section.get("base_url") or opts.get("base_url") or "").rstrip("/")
+        ends[side] = (url, str(section.get("model") or ""))
+    base_url, name = ends[arm]
+    if not base_url.startswith(("http://", "https://")):
+        raise InputError(
+            f"serve.external.{arm}.base_url (or serve.external.base_url): expected an http(s) "
+            "URL ending in /v1"
+        )
+    if not name:
+        raise InputError(f"serve.external.{arm}.model: required (the model the {arm} arm asks for)")
+    if ends["pre"] == ends["post"] and not opts.get("aa_control"):
+        raise InputError(
+            f"serve.external.pre and serve.external.post are the same model ({name!r} at "
+            f"{base_url}); name the trained model in serve.external.post.model, or set "
+            "serve.external.aa_control: true for a deliberate A/A control"
+        )
+    return base_url, name
+
+
 @serve_backends.register("external")
 @contextmanager
 def external(
@@ -205,18 +261,26 @@ def external(
     startup_timeout_s: float,
     log_path: Path | None,
     options: dict[str, Any],
+    arm: Arm | None = None,
+    decoding: Decoding | None = None,
 ) -> Iterator[Endpoint]:
-    """An endpoint someone else runs. `model` is used when serve.external.model is unset."""
+    """An endpoint someone else runs, one model per arm; `model` (a local checkpoint) is only
+    named in the log, never requested nor used as the identity."""
     opts = select_options(options, "external", EXTERNAL_KEYS)
-    base_url = str(opts.get("base_url") or "").rstrip("/")
-    if not base_url.startswith(("http://", "https://")):
-        raise InputError("serve.external.base_url: expected an http(s) URL ending in /v1")
-    name = str(opts.get("model") or model)
+    base_url, name = external_arm(opts, arm)
     env_var = opts.get("api_key_env")
     api_key = read_api_key(env_var, "serve.external.api_key_env")
     if log_path is not None:
         with open(log_path, "a") as log:
             key_note = f"key from ${env_var}" if env_var else "no key"
-            log.write(f"external endpoint {base_url} model {name!r} ({key_note})\n")
+            aa = ", A/A control" if opts.get("aa_control") else ""
+            log.write(
+                f"external endpoint {base_url} model {name!r} for arm {arm}{aa} ({key_note})\n"
+            )
+            if decoding is not None:
+                log.write(
+                    "decoding contract not applied: an external endpoint decodes as its owner "
+                    "configured it\n"
+                )
     _wait_external(base_url, name, api_key, startup_timeout_s)
-    yield Endpoint(base_url, name, api_key, None)
+    yield Endpoint(base_url, name, api_key, None, identity=name)

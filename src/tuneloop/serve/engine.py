@@ -172,8 +172,18 @@ def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
     return frozenset(ids)
 
 
-def load_engine(model_dir: str | Path, *, max_batch_size: int, batch_wait_ms: float) -> Engine:
-    """Load a transformers causal LM and its tokenizer (CPU, float32) into an Engine."""
+def load_engine(
+    model_dir: str | Path,
+    *,
+    max_batch_size: int,
+    batch_wait_ms: float,
+    stop_token_ids: tuple[int, ...] | None = None,
+) -> Engine:
+    """Load a transformers causal LM and its tokenizer (CPU, float32) into an Engine.
+
+    `stop_token_ids`, when given, replace the checkpoint's own stop set (a decoding contract
+    shared by every arm of a comparison); ids outside the vocabulary are refused.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -181,10 +191,15 @@ def load_engine(model_dir: str | Path, *, max_batch_size: int, batch_wait_ms: fl
     # float32 on CPU: bfloat16 matmuls are slower there, and the default model is tiny.
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     model.eval()
+    if stop_token_ids is not None:
+        vocab = int(model.get_output_embeddings().weight.shape[0])
+        bad = [i for i in stop_token_ids if not 0 <= i < vocab]
+        if bad or not stop_token_ids:
+            raise ValueError(f"--stop-token-ids {list(stop_token_ids)}: need ids in [0, {vocab})")
     return Engine(
         model,
         tokenizer,
-        _eos_ids(model, tokenizer),
+        frozenset(stop_token_ids) if stop_token_ids is not None else _eos_ids(model, tokenizer),
         max_batch_size=max_batch_size,
         batch_wait_ms=batch_wait_ms,
     )

@@ -6,8 +6,16 @@ tensor finite; tensor shapes match the config (the model is instantiated on the 
 so no memory is spent); the tokenizer survives a save/load round trip; the generation config
 stops on the chat template's end-of-turn token; and a greedy, chat-templated generation stops
 before its token limit. A failure makes `ok` false (exit 1) with a message naming the tensor,
-file or token. `fix_stop_tokens` repairs only generation_config.json, never weights.
-The generation smoke runs only when the weights passed, since it would fail for their reason.
+file or token; a check that cannot even read its input (a truncated safetensors file) is a
+failed check too, never a crash. `fix_stop_tokens` repairs only generation_config.json, never
+weights. The generation smoke runs only when the weights passed, since it would fail for their
+reason.
+
+`stop_token_ids` checks a checkpoint as the loop serves it: under the round's decoding contract
+(`train/decoding.py`), whose stop ids replace the checkpoint's own eos ids. `doctor_arms(base,
+merged)` is the loop's doctor phase: both checkpoints checked under the base's contract, plus a
+`decoding` check comparing their decoding metadata (differences the contract overrides are
+reported as fixed; any other difference fails it).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any
 
 from tuneloop.records import atomic_write_text
 from tuneloop.train.chat import end_of_turn_id, eos_ids, with_stop_token
+from tuneloop.train.decoding import DecodingComparison, compare_decoding, read_decoding
 
 INDEX = "model.safetensors.index.json"
 SMOKE_PROMPT = "What is 2 + 3?"
@@ -135,8 +144,11 @@ def tokenizer_round_trip(model_dir: Path) -> tuple[Any, str]:
     return tok, ""
 
 
-def stop_token_problem(model_dir: Path, tok: Any, fix: bool) -> tuple[bool, str]:
-    """Whether the generation config stops on the end-of-turn token; repair it if `fix`."""
+def stop_token_problem(
+    model_dir: Path, tok: Any, fix: bool, served: tuple[int, ...] | None = None
+) -> tuple[bool, str]:
+    """Whether the generation config (or the `served` contract, when given) stops on the
+    end-of-turn token; repair generation_config.json if `fix`."""
     from transformers import GenerationConfig
 
     eot = end_of_turn_id(tok)
@@ -149,6 +161,13 @@ def stop_token_problem(model_dir: Path, tok: Any, fix: bool) -> tuple[bool, str]
         gen = GenerationConfig()
     if eot in eos_ids(gen):
         return True, f"eos_token_id includes {name} ({eot})"
+    if served is not None and not fix:
+        if eot in served:
+            return True, (
+                f"served with stop ids {list(served)} (the decoding contract), which include "
+                f"{name} ({eot}); generation_config.json alone has {eos_ids(gen)}"
+            )
+        return False, f"the served stop ids {list(served)} lack the end-of-turn {name} ({eot})"
     if not fix:
         return False, (
             f"generation_config.json eos_token_id {eos_ids(gen)} lacks the end-of-turn token "
@@ -159,8 +178,11 @@ def stop_token_problem(model_dir: Path, tok: Any, fix: bool) -> tuple[bool, str]
     return True, f"fixed: added {name} ({eot}) to generation_config.json eos_token_id"
 
 
-def generation_smoke(model_dir: Path, tok: Any, eot: int | None) -> tuple[bool, str]:
-    """Greedy chat-templated generation must stop (end-of-turn/eos) before its limit."""
+def generation_smoke(
+    model_dir: Path, tok: Any, eot: int | None, served: tuple[int, ...] | None = None
+) -> tuple[bool, str]:
+    """Greedy chat-templated generation must stop (end-of-turn/eos, or the `served` stop ids)
+    before its limit."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -172,6 +194,8 @@ def generation_smoke(model_dir: Path, tok: Any, eot: int | None) -> tuple[bool, 
     room = int(getattr(model.config, "max_position_embeddings", 256)) - enc["input_ids"].shape[1]
     limit = max(1, min(128, room))
     stops = set(eos_ids(model.generation_config)) | ({eot} if eot is not None else set())
+    if served is not None:
+        stops = set(served)
     with torch.no_grad():
         out = model.generate(
             **enc,
@@ -195,8 +219,27 @@ def _guard(name: str, fn: Callable[[], tuple[bool, str]]) -> Check:
     return Check(name, ok, detail)
 
 
-def doctor(model_dir: Path, *, fix_stop_tokens: bool = False) -> DoctorReport:
-    """Run every check on `model_dir`; the report's `.ok` is False on any failure."""
+def _shards(model_dir: Path) -> tuple[dict[str, str], Check]:
+    """(tensor name → file, the `shards` check); an unreadable file is a failed check."""
+    try:
+        files, problems = weight_files(model_dir)
+    except Exception as err:  # a truncated or corrupt file: safetensors cannot read its header
+        detail = f"cannot read the weights ({type(err).__name__}: {err}); truncated or corrupt?"
+        return {}, Check("shards", False, detail)
+    detail = "; ".join(problems) or f"{len(set(files.values()))} file(s), {len(files)} tensors"
+    return ({} if problems else files), Check("shards", not problems, detail)
+
+
+def doctor(
+    model_dir: Path,
+    *,
+    fix_stop_tokens: bool = False,
+    stop_token_ids: tuple[int, ...] | None = None,
+) -> DoctorReport:
+    """Run every check on `model_dir`; the report's `.ok` is False on any failure.
+
+    `stop_token_ids`: the decoding contract the checkpoint is served under (see module doc).
+    """
     from tuneloop.train.common import quiet
 
     quiet()
@@ -205,18 +248,16 @@ def doctor(model_dir: Path, *, fix_stop_tokens: bool = False) -> DoctorReport:
     if not (model_dir / "config.json").is_file():
         report.checks.append(Check("config", False, f"{model_dir}/config.json not found"))
         return report
-    files, problems = weight_files(model_dir)
-    report.checks.append(
-        Check(
-            "shards",
-            not problems,
-            "; ".join(problems) or f"{len(set(files.values()))} file(s), {len(files)} tensors",
-        )
-    )
-    if problems:
-        files = {}
-    report.checks.append(_guard("finite", lambda: _listed(nonfinite_tensors(model_dir, files))))
-    report.checks.append(_guard("shapes", lambda: _listed(shape_mismatches(model_dir, files))))
+    files, shards = _shards(model_dir)
+    report.checks.append(shards)
+    if files:
+        report.checks.append(_guard("finite", lambda: _listed(nonfinite_tensors(model_dir, files))))
+        report.checks.append(_guard("shapes", lambda: _listed(shape_mismatches(model_dir, files))))
+    else:  # checking no tensor would read as "all good"; every tensor "missing" is noise
+        report.checks += [
+            Check(name, False, "not run: the weights could not be read (see shards)")
+            for name in ("finite", "shapes")
+        ]
     tok_box: list[Any] = []
 
     def tok_check() -> tuple[bool, str]:
@@ -228,12 +269,15 @@ def doctor(model_dir: Path, *, fix_stop_tokens: bool = False) -> DoctorReport:
     if not tok_box:
         return report
     tok = tok_box[0]
+    served = stop_token_ids
     report.checks.append(
-        _guard("stop_tokens", lambda: stop_token_problem(model_dir, tok, fix_stop_tokens))
+        _guard("stop_tokens", lambda: stop_token_problem(model_dir, tok, fix_stop_tokens, served))
     )
     if files and all(c.ok for c in report.checks):
         eot = end_of_turn_id(tok)
-        report.checks.append(_guard("generation", lambda: generation_smoke(model_dir, tok, eot)))
+        report.checks.append(
+            _guard("generation", lambda: generation_smoke(model_dir, tok, eot, served))
+        )
     else:
         report.checks.append(Check("generation", False, "not run: an earlier check failed"))
     return report
@@ -244,3 +288,42 @@ def _listed(problems: list[str]) -> tuple[bool, str]:
         return True, "all good"
     more = f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""
     return False, "; ".join(problems[:5]) + more
+
+
+@dataclass
+class ArmsReport:
+    """The doctor phase: both arms checked under one contract, and their decoding compared."""
+
+    base: DoctorReport
+    merged: DoctorReport
+    decoding: Check
+    """Base vs merged decoding metadata (fails on a difference the contract cannot fix)."""
+    comparison: DecodingComparison | None
+    """None when the metadata could not be read (the `decoding` check says why)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.base.ok and self.merged.ok and self.decoding.ok
+
+
+def doctor_arms(base: Path, merged: Path) -> ArmsReport:
+    """Check base and merged under the base's decoding contract and compare their metadata."""
+    try:
+        cmp: DecodingComparison | None = compare_decoding(
+            read_decoding(Path(base)), read_decoding(Path(merged))
+        )
+    except Exception as err:  # unreadable tokenizer or config: the doctor reports, not crashes
+        cmp = None
+        decoding = Check("decoding", False, f"cannot read decoding metadata: {err}")
+    if cmp is not None:
+        detail = "; ".join(cmp.problems) or "; ".join(cmp.fixed) or "identical"
+        if cmp.problems:
+            detail = f"the arms would decode differently: {detail}"
+        decoding = Check("decoding", not cmp.problems, detail)
+    served = cmp.stop_token_ids if cmp is not None else None
+    return ArmsReport(
+        base=doctor(base, stop_token_ids=served),
+        merged=doctor(merged, stop_token_ids=served),
+        decoding=decoding,
+        comparison=cmp,
+    )
