@@ -1,4 +1,5 @@
-"""Core commands: `check` (validate a loop.yaml) and `plugins` (list registered plugins)."""
+"""Core commands: `check` (validate a loop.yaml: schema, then preflight) and `plugins`
+(list registered plugins)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,14 @@ def check(
     config: Annotated[Path, typer.Argument(help="The loop.yaml to validate.")],
     overrides: Overrides = None,
 ) -> None:
-    """Validate a loop.yaml: every error with its YAML path (exit 2), or the resolved config."""
+    """Validate a loop.yaml before any compute: the schema, then every plugin name, slice,
+    input path and cross-section rule (all errors at once with their YAML key and line, exit
+    2, nothing written); a power warning goes to stderr. Prints the resolved config."""
+    from tuneloop.loop.preflight import check_before_compute
+
     cfg = load_config(config, overrides)
+    for warning in check_before_compute(cfg, config, overrides):
+        typer.echo(warning, err=True)
     typer.echo(dump_config(cfg), nl=False)
 
 
