@@ -3,9 +3,15 @@ secrets. Each case runs with short limits; every case must also leave the host u
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
 import socket
+import subprocess
+import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -163,3 +169,163 @@ def test_scorer_scores_hostile_completions_zero_with_reason(monkeypatch, name: s
     assert result.value == 0.0 and result.detail["reason"]
     assert not Path("/tmp/tuneloop-escape-test").exists()
     assert _processes_running(result_marker="main.py") == 0
+
+
+# --- isolation between runs and from the host ------------------------------------------------
+
+DETACH = {
+    "setsid": "",
+    "double_fork": "    if os.fork():\n        os._exit(0)\n",
+}
+
+
+def _namespaces_allowed() -> bool:
+    """Whether this machine lets us make PID and mount namespaces (a property of the host,
+    not of the sandbox code under test)."""
+    unshare = shutil.which("unshare")
+    flags = ["--pid", "--fork", "--mount"]
+    return unshare is not None and any(
+        subprocess.run([unshare, *extra, *flags, "true"], capture_output=True).returncode == 0
+        for extra in ([], ["--map-root-user"])
+    )
+
+
+NAMESPACES = pytest.mark.skipif(not _namespaces_allowed(), reason="namespaces not permitted")
+
+
+def _runner(kind: str):
+    """run_python itself ("default"), or one run under a named kind of isolation."""
+    from tuneloop.scorers import sandbox
+
+    if kind == "default":
+        return run_python
+    iso = sandbox._KINDS[kind]
+    if sandbox._execute("pass", FAST, iso).reason is not None:
+        pytest.skip(f"isolation kind {kind!r} does not work here")
+    return lambda source, limits: sandbox._execute(source, limits, iso)
+
+
+def _live_with(text: str) -> list[int]:
+    """Host pids of non-zombie processes whose command line contains `text`."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text.encode() in cmd and state != "Z":
+            pids.append(int(pid))
+    return pids
+
+
+@pytest.mark.parametrize("kind", ["default", "user_namespaces", "own_uid"])
+def test_kill_all_in_one_run_spares_a_concurrent_run(kind: str) -> None:
+    if not {"pidns", "own_uid", "nobody"} & set(isolation()[1]):
+        # the code would run as our own uid: kill(-1) would hit this test runner
+        pytest.skip("sandboxed code runs as the caller here")
+    run = _runner(kind)
+    results = {}
+    victim = threading.Thread(
+        target=lambda: results.update(
+            victim=run("import time\ntime.sleep(1.5)\nprint('alive')", FAST)
+        )
+    )
+    victim.start()
+    time.sleep(0.5)
+    attack = run(
+        "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError:\n"
+        "    pass  # nothing else it may signal\nprint('sent')",
+        FAST,
+    )
+    victim.join()
+    assert attack.stdout == "sent\n"
+    assert results["victim"].returncode == 0 and results["victim"].stdout == "alive\n"
+
+
+@pytest.mark.parametrize("detach", sorted(DETACH))
+@pytest.mark.parametrize("kind", ["default", "own_uid"])
+def test_detached_children_do_not_outlive_the_run(kind: str, detach: str) -> None:
+    code = (
+        "import os, time\nr, w = os.pipe()\nif os.fork() == 0:\n    os.setsid()\n"
+        + DETACH[detach]
+        + "    os.write(w, b'x')\n    time.sleep(30)\n    os._exit(0)\n"
+        "os.read(r, 1)\nprint(__file__)\n"
+    )
+    result = _runner(kind)(code, FAST)
+    assert result.returncode == 0, result.stderr
+    survivors = _live_with(result.stdout.strip())
+    for pid in survivors:  # do not leave them behind when the assertion fails
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert survivors == []
+
+
+@NAMESPACES
+@pytest.mark.parametrize("kind", ["default", "user_namespaces"])
+def test_host_files_are_not_readable(kind: str) -> None:
+    fd, secret = tempfile.mkstemp(prefix="tuneloop-secret-", dir="/tmp")
+    try:
+        os.write(fd, b"hunter2")
+        os.close(fd)
+        os.chmod(secret, 0o644)
+        code = (
+            f"for p in [{secret!r}, '/etc/hostname', '/etc/passwd']:\n"
+            "    try:\n        print(p, open(p).read()[:20])\n"
+            "    except OSError as e:\n        print(p, type(e).__name__)\n"
+            "import json, decimal, random, sqlite3\nprint(random.random() < 1)\n"
+        )
+        result = _runner(kind)(code, FAST)
+    finally:
+        os.unlink(secret)
+    assert result.returncode == 0, result.stderr
+    assert "hunter2" not in result.stdout
+    lines = result.stdout.splitlines()
+    assert all(line.endswith("FileNotFoundError") for line in lines[:3]), lines
+    assert lines[3] == "True"  # the standard library still works inside
+
+
+@NAMESPACES
+def test_jail_work_folder_is_writable_and_the_rest_read_only() -> None:
+    code = (
+        "import ctypes, os, tempfile\nopen('a.txt', 'w').write('x')\n"
+        "tempfile.NamedTemporaryFile(dir=os.environ['TMPDIR']).close()\n"
+        # libc directly, past the audit hook: the kernel layer alone must refuse
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print(libc.mkdir(b'/usr/tuneloop-x', 0o755), ctypes.get_errno())\n"
+        "print(sorted(os.listdir('/dev')))\n"
+    )
+    result = run_python(code, FAST)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "-1 30",  # EROFS
+        "['full', 'null', 'random', 'urandom', 'zero']",
+    ]
+
+
+def test_degraded_isolation_is_reported(monkeypatch) -> None:
+    from tuneloop.scorers import sandbox
+
+    monkeypatch.setattr(sandbox, "isolation", lambda: sandbox._KINDS["none"])
+    result = run_python("print(1)", FAST)
+    assert result.stdout == "1\n" and result.isolation == ("audit_hook", "rlimits")
+    assert result.warning and "degraded to 'none'" in result.warning
+    score = scorers.get("python_tests")(wall_s=4)({"tests": "assert True"}, "x = 1")
+    assert score.value == 1.0 and "NOT isolated" in score.detail["isolation_warning"]
+
+
+def test_probe_falls_back_and_says_why(monkeypatch) -> None:
+    from tuneloop.scorers import sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("the own_uid fallback needs root")
+    monkeypatch.setattr(sandbox, "_INIT", Path("/nonexistent/sandbox_init.py"))
+    found = sandbox.isolation.__wrapped__()
+    assert found.kind == "own_uid" and "namespaces:" in found.note
+    assert "pidns" not in found.layers
+
+
+@NAMESPACES
+def test_full_isolation_has_no_warning() -> None:
+    result = run_python("print(1)", FAST)
+    assert {"pidns", "mountns", "netns"} <= set(result.isolation) and result.warning is None

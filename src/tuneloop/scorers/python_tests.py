@@ -11,7 +11,8 @@ docstring) is prepended, since such completions continue the prompt; when the te
 `check(candidate)` and never call it, `check(<entry_point>)` is appended. The program passes
 when it exits 0 within the limits (see `sandbox.py`); anything else scores 0 with the reason
 and the tail of stderr. Limits come from the factory keywords, overridden per item by
-`scorer_args` (`wall_s`, `cpu_s`, `memory_mb`).
+`scorer_args` (`wall_s`, `cpu_s`, `memory_mb`). `detail["isolation"]` names the sandbox layers in
+force, and `detail["isolation_warning"]` says so when runs were not isolated from each other.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ def python_tests(wall_s: float = 10.0, cpu_s: int = 5, memory_mb: int = 512) -> 
             return Score(0.0, {"reason": "item has no tests"})
         result = run_python(build_program(item, completion), _limits(base, item))
         detail: dict[str, Any] = {"isolation": list(result.isolation)}
+        if result.warning:
+            detail["isolation_warning"] = result.warning
         if result.reason is None:
             return Score(1.0, detail)
         detail["reason"] = result.reason
