@@ -83,3 +83,62 @@ def test_a_reject_excerpt_never_cuts_a_key_short():
     key = "sk-proj-TUNELOOPfake0000KEY1111notreal2222"
     line = "x" * (EXCERPT_CHARS - 12) + " " + key + ' "more"'
     assert Scrubber().text(cut(line)).endswith("<SECRET>")
+
+
+# ---- secrets in identifiers, any whitespace, more provider formats -------------------------
+
+MORE_SECRETS = [
+    "Bearer  abcdefghijklmnopqrstu0123",
+    "Bearer\tabcdefghijklmnopqrstu0123",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    '"SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"',
+    "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+    "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+    "postgres://admin:hunter2pw@db.example.com/x",
+]
+
+
+@pytest.mark.parametrize("secret", MORE_SECRETS)
+def test_more_formats_and_any_whitespace(secret):
+    material = {
+        "Bearer": "abcdefghijklmnopqrstu0123",
+        "aws_secret": "wJalrXUtnFEMI",
+        '"SecretAccessKey"': "wJalrXUtnFEMI",
+        "postgres": "hunter2pw",
+    }
+    needle = next((v for k, v in material.items() if secret.startswith(k)), secret)
+    assert needle not in Scrubber().text(f"x {secret} y")
+
+
+def test_identifiers_names_keys_and_file_names_are_scrubbed():
+    key = "sk-proj-TUNELOOPfake0000KEY1111"
+    t = Trace(
+        source="s",
+        source_id=f"resp_{key}",
+        source_file=f"/logs/{key}/requests.jsonl",
+        source_lines=[1],
+        model=f"ft:{key}",
+        messages=[
+            Message(role="user", content="hi"),
+            Message(
+                role="assistant",
+                tool_calls=[{"id": f"call_{key}", "name": f"tool_{key}", "arguments": "{}"}],
+            ),
+            Message(role="tool", tool_call_id=f"call_{key}", name=f"tool_{key}", content="ok"),
+        ],
+        metadata={"tools": [{key: {"nested": {f"{key}_2": 1}}}]},
+    )
+    assert "TUNELOOPfake" not in Scrubber().trace(t).model_dump_json()
+
+
+def test_redacted_dict_keys_are_all_kept():
+    out = Scrubber().value(
+        {"sk-proj-aaaaaaaaaaaaaaaa1111": 1, "sk-proj-bbbbbbbbbbbbbbbb2222": 2, "<SECRET>": 3}
+    )
+    assert sorted(out.values()) == [1, 2, 3] and "<SECRET>" in out and out["<SECRET>"] == 3
+
+
+def test_a_known_key_is_redacted_by_value():
+    s = Scrubber(ScrubRules(known_keys=("plain-looking-key-42",)))
+    assert s.text("key is plain-looking-key-42.") == "key is <SECRET>."

@@ -48,6 +48,9 @@ class FakeState:
     """Prompts answered with `content: 42` (a number, not text)."""
     refuse: bool = False
     """Answer every request with 404 (wrong model name)."""
+    echo_auth: tuple[int, str] | None = None
+    """(status, body template): answer with that status and the template with `{auth}`
+    replaced by the request's Authorization header, as careless servers do."""
     requests: int = 0
     seeds: list[tuple[str, int]] = field(default_factory=list)
     rng: random.Random = field(default_factory=lambda: random.Random(1))
@@ -69,6 +72,12 @@ def make_app(state: FakeState):
             body += msg.get("body", b"")
             if not msg.get("more_body"):
                 break
+        if state.echo_auth is not None:
+            headers = dict(scope["headers"])
+            code, template = state.echo_auth
+            auth = headers.get(b"authorization", b"").decode()
+            await _send(send, code, template.replace("{auth}", auth).encode())
+            return
         status, payload = await _answer(state, scope["path"], json.loads(body or b"{}"))
         await send(
             {
@@ -80,6 +89,17 @@ def make_app(state: FakeState):
         await send({"type": "http.response.body", "body": payload})
 
     return app
+
+
+async def _send(send, status: int, payload: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
 
 
 async def _answer(state: FakeState, path: str, req: dict) -> tuple[int, bytes]:

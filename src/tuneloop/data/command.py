@@ -58,9 +58,9 @@ def ingest(
     """Convert trace files with one ingester; print lines read, records written, lines rejected."""
     from rich.console import Console
 
+    from tuneloop.data.files import jsonl_bytes, write_files
     from tuneloop.data.ingest import ingest_files
     from tuneloop.data.scrub import Scrubber
-    from tuneloop.records import write_jsonl
 
     options = _parse_options(opt)
     with Console(stderr=True).status(f"ingesting {len(files)} file(s) with {format}"):
@@ -69,14 +69,13 @@ def ingest(
     rows = [(scrubber.trace(t) if scrub else t).to_json() for t in traces]
     reject_rows = [scrubber.value(r.to_json()) if scrub else r.to_json() for r in bad]
     rejects = rejects or out.with_name(out.name.removesuffix(".jsonl") + ".rejects.jsonl")
-    write_jsonl(out, rows)
-    write_jsonl(rejects, reject_rows)
+    write_files({out: jsonl_bytes(rows), rejects: jsonl_bytes(reject_rows)})  # both or neither
     typer.echo(
         f"{report.lines_read} lines read, {report.traces} records written ({report.ingested} lines "
         f"ingested), {report.rejected} lines rejected → {rejects}"
     )
     for reason, n in sorted(report.reasons.items()):
-        typer.echo(f"  rejected {n:>6}  {reason}")
+        typer.echo(f"  rejected {n:>6}  {scrubber.text(reason) if scrub else reason}")
     if scrub and scrubber.counts:
         typer.echo(
             "  scrubbed " + ", ".join(f"{k}: {v}" for k, v in sorted(scrubber.counts.items()))

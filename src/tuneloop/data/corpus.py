@@ -19,6 +19,7 @@ scrub counts, the per-suite decontamination report and the output hashes.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -31,11 +32,12 @@ from tuneloop.data import bands as bands_mod
 from tuneloop.data.corpus_config import CorpusConfig, load_corpus_config
 from tuneloop.data.decontam import RowText, SuiteIndex, build_index, find_contaminated, group_hits
 from tuneloop.data.dedup import LshParams, exact_duplicates, exact_key, near_duplicates
+from tuneloop.data.files import jsonl_bytes, write_files
 from tuneloop.data.ingest import ingest_files
 from tuneloop.data.rows import Row, preference_pairs, to_row
 from tuneloop.data.scrub import Scrubber, ScrubRules
 from tuneloop.errors import InputError
-from tuneloop.records import sha256_file, write_json, write_jsonl
+from tuneloop.records import sha256_bytes, sha256_file
 
 __all__ = ["CorpusConfig", "CorpusResult", "build_corpus", "load_corpus_config"]
 
@@ -65,7 +67,8 @@ class _Build:
     pairs: list[dict[str, Any]] = field(default_factory=list)
     rejects: list[dict[str, Any]] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
-    scrubbed: dict[str, int] = field(default_factory=dict)
+    scrubber: Scrubber = field(default_factory=Scrubber)
+    """Also applied to removed.jsonl and provenance.json: they name files and ids."""
     suites: list[dict[str, Any]] = field(default_factory=list)
     pairs_decontaminated: int = 0
     trimmed: int = 0
@@ -96,7 +99,7 @@ def build_corpus(config_path: Path, out_dir: Path, *, progress: bool = True) -> 
         rejects = [scrubber.value(r) for r in rejects]
         step("rows")
         b = _rows(traces, cfg)
-        b.rejects, b.sources, b.scrubbed = rejects, sources, dict(sorted(scrubber.counts.items()))
+        b.rejects, b.sources, b.scrubber = rejects, sources, scrubber
         step("filter")
         b.drop("filter", _feedback_gone(b.rows, cfg.filter.min_score, cfg.filter.keep_unrated))
         step("dedup")
@@ -270,22 +273,19 @@ def _bands(b: _Build, cfg: CorpusConfig) -> None:
 
 
 def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> CorpusResult:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    sft = out_dir / SFT_FILE
-    write_jsonl(sft, [r.to_json() for r in b.rows])
-    pref = out_dir / PREF_FILE if b.pairs else None
-    if pref is not None:
-        random.Random(cfg.seed).shuffle(b.pairs)
-        write_jsonl(pref, b.pairs)
-    elif (out_dir / PREF_FILE).exists():
-        (out_dir / PREF_FILE).unlink()  # a stale file from an earlier build would mislead
-    write_jsonl(out_dir / REJECTS_FILE, b.rejects)
-    write_jsonl(out_dir / REMOVED_FILE, b.removed)
-    outputs = {
-        p.name: sha256_file(p)
-        for p in (sft, pref, out_dir / REJECTS_FILE, out_dir / REMOVED_FILE)
-        if p
+    # Every file is built in memory and written together (`write_files`): a full disk leaves
+    # the folder as it was, never a new sft.jsonl beside an old provenance.json.
+    scrub = b.scrubber.value
+    sft, pref = out_dir / SFT_FILE, (out_dir / PREF_FILE if b.pairs else None)
+    random.Random(cfg.seed).shuffle(b.pairs)
+    files: dict[Path, bytes] = {
+        sft: jsonl_bytes([r.to_json() for r in b.rows]),
+        **({pref: jsonl_bytes(b.pairs)} if pref is not None else {}),
+        out_dir / REJECTS_FILE: jsonl_bytes(b.rejects),
+        # removal reasons name suite files and source ids
+        out_dir / REMOVED_FILE: jsonl_bytes(scrub(b.removed)),
     }
+    outputs = {p.name: sha256_bytes(data) for p, data in files.items()}
     provenance = {
         "schema": "tuneloop.corpus_provenance/1",
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -296,13 +296,19 @@ def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> Co
         "counts": b.counts,
         "rows_trimmed": b.trimmed,
         "removed_by_step": dict(Counter(r["step"] for r in b.removed)),
-        "scrubbed": b.scrubbed,
+        "scrubbed": {},
         "decontamination": b.suites,
         "preference": {"pairs": len(b.pairs), "removed_by_decontamination": b.pairs_decontaminated},
         "outputs": outputs,
     }
+    # paths, source names and config values can hold a secret too (a token in a file name)
+    provenance = scrub(provenance)
+    provenance["scrubbed"] = dict(sorted(b.scrubber.counts.items()))
     prov = out_dir / PROVENANCE_FILE
-    write_json(prov, provenance)
+    files[prov] = (json.dumps(provenance, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    write_files(files)
+    if pref is None and (out_dir / PREF_FILE).exists():
+        (out_dir / PREF_FILE).unlink()  # a stale file from an earlier build would mislead
     return CorpusResult(
         sft_path=sft, preference_path=pref, provenance_path=prov, counts=dict(b.counts)
     )

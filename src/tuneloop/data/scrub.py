@@ -1,14 +1,18 @@
 """Scrubbing: replace e-mail addresses, secrets and IP addresses with placeholders.
 
 Pure functions over strings and traces; the corpus build and `tuneloop ingest` call them on
-every text field (message content, reasoning, tool-call arguments, tool results, metadata,
-source ids) before anything is written, and count replacements per kind for the report.
+every string of a trace before anything is written — texts, tool-call ids and names,
+`tool_call_id`, the model name, the source name, id and file, metadata and feedback values
+AND their dict keys — and count replacements per kind for the report. A trace's fields are
+walked generically (every string field of the record and of the models inside it), so a field
+added to `Trace` later is scrubbed without anyone remembering to add it here.
 
-Secrets matched (common provider formats, see each provider's key documentation):
-`sk-ant-…` (Anthropic), `sk-proj-…` / `sk-…` (OpenAI), `ghp_` / `gho_` / `ghu_` / `ghs_` /
-`ghr_` / `github_pat_` (GitHub), `AKIA…` / `ASIA…` (AWS access key ids), `xox[baprs]-…`
-(Slack), `AIza…` (Google), `Bearer <token>` headers, and PEM private-key blocks. IP addresses:
+Secrets: the patterns of `tuneloop.envkeys.SECRET_PATTERNS` (OpenAI, Anthropic, GitHub, AWS
+key ids and secret keys, Google, Slack, Hugging Face, JWTs, `Authorization:` / `Bearer` with
+any whitespace, labelled keys, passwords, PEM private keys, credentials in URLs), plus every
+API key value this process read from the environment (`envkeys.known_keys`). IP addresses:
 dotted-quad IPv4 with octets ≤ 255 and full or `::`-compressed IPv6.
+Two dict keys that scrub to the same text are both kept (`<SECRET>`, `<SECRET>#2`).
 Deliberately not attempted: names, phone numbers, postal addresses (too many false
 positives for a default; add patterns through `extra_patterns`).
 """
@@ -21,23 +25,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from tuneloop.data.trace import Trace
+from tuneloop.envkeys import (
+    SECRET_PATTERNS,
+    SECRET_TRIGGER,
+    PatternSet,
+    Trigger,
+    key_literals,
+)
+from tuneloop.envkeys import redact_value as _redact_value
 
 EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
-SECRET_PATTERNS = [
-    re.compile(
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?"
-        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)"
-    ),
-    re.compile(r"\bsk-ant-[A-Za-z0-9_-]{8,}"),
-    re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
-    re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-    re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    re.compile(r"(?<=\b[Bb]earer )[A-Za-z0-9._~+/=-]{16,}|(?<=\bBEARER )[A-Za-z0-9._~+/=-]{16,}"),
-]
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 IPV4 = re.compile(rf"(?<![\d.]){_OCTET}(?:\.{_OCTET}){{3}}(?![\d.]*\d)")
 IPV6 = re.compile(
@@ -57,94 +57,84 @@ class ScrubRules:
     extra_patterns: dict[str, str] = field(default_factory=dict)
     """kind → regular expression, scrubbed after the built-ins."""
 
-    def compiled(self) -> list[tuple[str, re.Pattern[str]]]:
-        out: list[tuple[str, re.Pattern[str]]] = []
+    known_keys: tuple[str, ...] = ()
+    """Key values to redact wherever they appear (besides those read with `read_api_key`)."""
+
+    def compiled(self) -> list[tuple[str, str]]:
+        """(kind, regex) pairs in priority order."""
+        out: list[tuple[str, str]] = []
         if self.secrets:  # first: a key can contain an '@' or digits that look like an IP
-            out += [("secret", p) for p in SECRET_PATTERNS]
+            literals = map(re.escape, key_literals(self.known_keys))
+            out += [("secret", rx) for rx in [*literals, *SECRET_PATTERNS]]
         if self.emails:
-            out.append(("email", EMAIL))
+            out.append(("email", EMAIL.pattern))
         if self.ips:
-            out += [("ip", IPV4), ("ip", IPV6)]
-        out += [(kind, re.compile(rx)) for kind, rx in self.extra_patterns.items()]
+            out += [("ip", IPV4.pattern), ("ip", IPV6.pattern)]
+        out += list(self.extra_patterns.items())
         return out
 
 
 class Scrubber:
     """Applies `ScrubRules` to text and traces, counting replacements by kind.
 
-    All patterns are joined into one alternation with a named group per pattern, so each
-    string is scanned once; at one position the earlier pattern wins (secrets before e-mails
-    before IPs), and the leftmost match wins across positions.
+    All patterns are joined into one alternation (`envkeys.PatternSet`), so each string is
+    scanned once; at one position the earlier pattern wins (secrets before e-mails before IPs),
+    and the leftmost match wins across positions.
     """
 
     def __init__(self, rules: ScrubRules | None = None) -> None:
         self.rules = rules or ScrubRules()
-        compiled = self.rules.compiled()
-        self._kinds = {f"k{i}": kind for i, (kind, _) in enumerate(compiled)}
-        joined = "|".join(f"(?P<k{i}>{p.pattern})" for i, (_, p) in enumerate(compiled))
-        self._pattern = re.compile(joined) if compiled else None
-        self._trigger = _trigger(self.rules)
-        self.counts: Counter[str] = Counter()
-
-    def _replace(self, match: re.Match[str]) -> str:
-        kind = self._kinds[match.lastgroup or ""]
-        self.counts[kind] += 1
-        return self.rules.replacement.format(kind=kind.upper())
+        self._set = PatternSet(self.rules.compiled(), _trigger(self.rules), self.rules.replacement)
+        self.counts: Counter[str] = self._set.counts
 
     def text(self, text: str) -> str:
-        # The joined pattern is slow (every alternative is tried at every position); a cheap
-        # literal pre-check skips it for the common string that cannot contain a match.
-        if self._pattern is None or (self._trigger is not None and not self._trigger.search(text)):
-            return text
-        return self._pattern.sub(self._replace, text)
+        """`text` scrubbed; the same object when nothing was replaced."""
+        return self._set.text(text)
 
     def value(self, value: Any) -> Any:
-        """Scrub every string inside a JSON-like value."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.value(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self.value(v) for k, v in value.items()}
-        return value
+        """Scrub every string inside a JSON-like value, dict keys included."""
+        return _redact_value(value, self._set.text)
 
     def trace(self, trace: Trace) -> Trace:
-        """Scrub a trace in place (message texts, tool calls, metadata, ids) and return it.
+        """Scrub every string of a trace in place and return it.
 
         In place on purpose: a deep copy of every trace cost more than the whole scrub.
         Fields are only reassigned when something changed.
         """
-        if (new := self.text(trace.source_id)) is not trace.source_id:
-            trace.source_id = new
-        for m in trace.messages:
-            if m.content and (new := self.text(m.content)) is not m.content:
-                m.content = new
-            if m.reasoning and (new := self.text(m.reasoning)) is not m.reasoning:
-                m.reasoning = new
-            for call in m.tool_calls or []:
-                call.arguments = self.text(call.arguments)
-                call.name = self.text(call.name)
-        if trace.metadata:
-            trace.metadata = self.value(trace.metadata)
-        if trace.feedback is not None and trace.feedback.raw is not None:
-            trace.feedback.raw = self.value(trace.feedback.raw)
+        self._model(trace)
         return trace
 
+    def _model(self, model: BaseModel) -> None:
+        for name in type(model).model_fields:
+            old = getattr(model, name)
+            if isinstance(old, BaseModel):
+                self._model(old)
+                continue
+            if isinstance(old, list) and old and isinstance(old[0], BaseModel):
+                for item in old:
+                    self._model(item)
+                continue
+            if old is None or isinstance(old, (bool, int, float)):
+                continue
+            new = _redact_value(old, self._set.text)
+            if new is not old:
+                setattr(model, name, new)
 
-def _trigger(rules: ScrubRules) -> re.Pattern[str] | None:
-    """A fast regex that matches wherever any enabled pattern could start (None: always scan)."""
+
+def _trigger(rules: ScrubRules) -> Trigger | None:
+    """A cheap test that any enabled pattern could match (None: always scan)."""
     if rules.extra_patterns:
         return None
-    parts = []
+    trigger = Trigger()
     if rules.secrets:
-        parts.append(
-            r"sk-|gh[pousr]_|github_pat_|AKIA|ASIA|xox[baprs]-|AIza|[Bb]earer |BEARER |PRIVATE KEY"
-        )
+        trigger += Trigger(literals=tuple(key_literals(rules.known_keys))) + SECRET_TRIGGER
     if rules.emails:
-        parts.append("@")
+        trigger += Trigger(literals=("@",))
     if rules.ips:
-        parts.append(r"\d\.\d|[0-9A-Fa-f]?::?[0-9A-Fa-f]")
-    return re.compile("|".join(parts)) if parts else None
+        # not `\d:\d` or one `\d.\d`: every timestamp has those
+        ip = r"\d\.\d{1,3}\.\d{1,3}\.\d|::|(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]"
+        trigger += Trigger(regex=ip, regex_needs=(".", ":"))
+    return trigger
 
 
 def scrub_json_rows(

@@ -10,14 +10,15 @@ as the chosen conversation). Percentiles are nearest-rank (no interpolation).
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tuneloop.data.text import conversation_text
 from tuneloop.errors import InputError
-from tuneloop.records import iter_jsonl
 
 PERCENTILES = (50, 90, 99, 100)
 
@@ -32,10 +33,51 @@ def percentiles(values: list[int], qs: tuple[int, ...] = PERCENTILES) -> dict[st
 
 def _conversation(row: dict[str, Any], where: str) -> list[dict[str, Any]]:
     if isinstance(row.get("messages"), list):
-        return row["messages"]
-    if isinstance(row.get("prompt"), list) and isinstance(row.get("chosen"), list):
-        return [*row["prompt"], *row["chosen"]]
-    raise InputError(f"{where}: expected 'messages' (SFT) or 'prompt' + 'chosen' (preference)")
+        messages = row["messages"]
+    elif isinstance(row.get("prompt"), list) and isinstance(row.get("chosen"), list):
+        messages = [*row["prompt"], *row["chosen"]]
+    else:
+        raise InputError(f"{where}: expected 'messages' (SFT) or 'prompt' + 'chosen' (preference)")
+    if not all(isinstance(m, dict) for m in messages):
+        raise InputError(f"{where}: every message must be a JSON object")
+    return messages
+
+
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, object) per non-blank line; every kind of bad file is an InputError naming
+    file and line: not readable, binary (a NUL byte, or bytes that are not UTF-8 — the usual
+    sign of a wrong file, say a checkpoint given for a corpus), invalid or absurdly deep JSON.
+    Read as bytes, one line at a time, so the error names the line and a large corpus is
+    never held in memory twice."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found (run `tuneloop corpus build`)") from None
+    except OSError as err:
+        what = "is a folder" if path.is_dir() else f"cannot be read ({err.strerror})"
+        raise InputError(f"{path}: {what}; expected a corpus JSONL file") from None
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            where = f"{path}:{lineno}"
+            try:
+                if b"\0" in raw:
+                    raise UnicodeError
+                line = raw.decode("utf-8")
+            except UnicodeError:
+                raise InputError(
+                    f"{where}: binary data, not UTF-8 JSON text; expected a corpus JSONL file"
+                ) from None
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(f"{where}: invalid JSON: {err.msg}") from None
+            except RecursionError:
+                raise InputError(f"{where}: JSON nested too deeply to be a corpus row") from None
+            if not isinstance(row, dict):
+                raise InputError(f"{where}: expected a JSON object")
+            yield lineno, row
 
 
 def corpus_stats(path: Path, tokenizer: Path | None = None) -> dict[str, Any]:
@@ -43,7 +85,7 @@ def corpus_stats(path: Path, tokenizer: Path | None = None) -> dict[str, Any]:
     texts: list[str] = []
     turns = tool_calls = final_assistant = 0
     sources: Counter[str] = Counter()
-    for lineno, row in iter_jsonl(path):
+    for lineno, row in _rows(Path(path)):
         messages = _conversation(row, f"{path}:{lineno}")
         texts.append(conversation_text(messages))
         turns += len(messages)

@@ -9,9 +9,11 @@ pool for plain http, httpx otherwise). Connection errors, timeouts, 408, 429 and
 retried with exponential backoff and full jitter (AWS Architecture Blog, "Exponential Backoff
 and Jitter", 2015), honouring a `Retry-After` header, up to `max_retries`; after that the sample
 stays missing (`RequestFailed`). 401/403/404 mean the endpoint, key or model name is wrong and
-stop the eval at once (`EndpointRefused`). A 200 whose body is not a well-formed completion is
-the model side's problem, not the network's: it raises `MalformedResponse` and is recorded as a
-harness error, never retried.
+stop the eval at once (`EndpointRefused`). Every error message is redacted
+(`envkeys.Redactor`): the API key by value and anything shaped like a credential, before the
+body is shortened, since servers echo request headers back in error bodies. A 200 whose body
+is not a well-formed completion is the model side's problem, not the network's: it raises
+`MalformedResponse` and is recorded as a harness error, never retried.
 
 Deliberately one request per (item, sample) with its own seed rather than `n`>1 per request:
 seeds then match between the pre and post evals sample for sample, and a lost request costs
@@ -27,8 +29,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from tuneloop.envkeys import Redactor
 from tuneloop.evaluate.http import Http11Pool, HttpxTransport, TransportFailure, transport_for
 
+_ERROR_BYTES = 16384
+"""Bytes of an error body read for the message (which keeps its first 200 characters)."""
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 REFUSED_STATUS = frozenset({401, 403, 404})
 
@@ -119,6 +124,8 @@ class OpenAIClient:
     ) -> None:
         self.base = api_base(base_url)
         self.api_key = api_key
+        self.redact = Redactor((api_key,)).text
+        """Applied to every error message: a server may echo the key (or another) back."""
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -150,13 +157,13 @@ class OpenAIClient:
             try:
                 status, headers, data = await self._transport.post(path, body)
             except TransportFailure as err:
-                error = str(err)
+                error = self.redact(str(err))
             else:
                 if status == 200:
                     return parse_response(data, chat, time.perf_counter() - started)
-                error = (
-                    f"HTTP {status} from {self.base}{path}: {data[:200].decode(errors='replace')}"
-                )
+                # redact first, then shorten: a key cut in half is no longer recognised
+                text = self.redact(data[:_ERROR_BYTES].decode(errors="replace"))[:200]
+                error = self.redact(f"HTTP {status} from {self.base}{path}: {text}")
                 if status in REFUSED_STATUS:
                     raise EndpointRefused(error)
                 if status not in RETRY_STATUS:

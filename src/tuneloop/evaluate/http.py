@@ -68,9 +68,10 @@ class Http11Pool:
         self.port = parts.port or 80
         self.prefix = parts.path.rstrip("/")
         self.timeout_s = timeout_s
+        # the Host header never carries `user:password@` from the URL
         extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         self._head = (
-            f"Host: {parts.netloc}\r\nContent-Type: application/json\r\n"
+            f"Host: {parts.netloc.rpartition('@')[2]}\r\nContent-Type: application/json\r\n"
             f"Accept: application/json\r\nUser-Agent: tuneloop\r\n{extra}"
         ).encode()
         self._idle: list[_Conn] = []

@@ -28,12 +28,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tuneloop.envkeys import Redactor
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.evaluate.client import (
     EndpointRefused,
@@ -53,10 +55,11 @@ from tuneloop.evaluate.plan import (
 from tuneloop.evaluate.progress import EvalProgress
 from tuneloop.records import (
     append_jsonl,
+    parse_record,
     read_record,
     repair_jsonl_tail,
+    write_json,
     write_jsonl,
-    write_record,
 )
 from tuneloop.registry import scorers
 from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE, EvalSummary, SampleRow, SamplingParams
@@ -105,6 +108,12 @@ class _Run:
     rows: dict[Key, SampleRow] = field(default_factory=dict)
     errors: dict[Key, str] = field(default_factory=dict)
     scorer_fns: dict[str, ScoreFn] = field(default_factory=dict)
+    redactor: Redactor = field(default_factory=Redactor)
+    """Applied to every row and summary as it is written (see `evaluate`)."""
+
+    def stored(self, record: SampleRow | EvalSummary) -> dict[str, Any]:
+        """The record as it is written: redacted."""
+        return self.redactor.value(record.to_json())  # type: ignore[no-any-return]
 
 
 def evaluate(
@@ -122,47 +131,68 @@ def evaluate(
     model_identity: str | None = None,
     progress: bool = True,
 ) -> EvalSummary:
-    """Run (or resume) one eval; writes out_dir/samples.jsonl and out_dir/summary.json."""
-    _check_settings(settings)
-    suite = load_suite(Path(suite_path), default_scorer)
-    ids = [i.id for i in suite.items]
-    if slice_name is not None:
-        ids = slice_ids(
-            suite, slices or DEFAULT_SLICES, slice_name, stratify_by_tag=stratify_by_tag
+    """Run (or resume) one eval; writes out_dir/samples.jsonl and out_dir/summary.json.
+
+    The API key's value, and anything shaped like a credential, is redacted from every row
+    and summary field written and from every error raised: servers echo the request's
+    `Authorization` header in error bodies, and models repeat what they are shown.
+    """
+    redactor = Redactor((api_key,))
+    with _redacted_errors(redactor):
+        _check_settings(settings)
+        suite = load_suite(Path(suite_path), default_scorer)
+        ids = [i.id for i in suite.items]
+        if slice_name is not None:
+            ids = slice_ids(
+                suite, slices or DEFAULT_SLICES, slice_name, stratify_by_tag=stratify_by_tag
+            )
+            if not ids:
+                raise InputError(f"slice {slice_name!r} of {suite_path} is empty")
+        by_id = suite.by_id()
+        summary = EvalSummary(
+            suite_path=str(suite_path),
+            suite_revision=suite.revision,
+            slice=slice_name,
+            item_ids=ids,
+            model=model_identity or model,
+            endpoint=base_url,
+            sampling=SamplingParams(
+                n_samples=settings.n_samples,
+                temperature=settings.temperature,
+                top_p=settings.top_p,
+                max_tokens=settings.max_tokens,
+                seed=settings.seed,
+            ),
+            started_at=_now(),
         )
-        if not ids:
-            raise InputError(f"slice {slice_name!r} of {suite_path} is empty")
-    by_id = suite.by_id()
-    summary = EvalSummary(
-        suite_path=str(suite_path),
-        suite_revision=suite.revision,
-        slice=slice_name,
-        item_ids=ids,
-        model=model_identity or model,
-        endpoint=base_url,
-        sampling=SamplingParams(
-            n_samples=settings.n_samples,
-            temperature=settings.temperature,
-            top_p=settings.top_p,
-            max_tokens=settings.max_tokens,
-            seed=settings.seed,
-        ),
-        started_at=_now(),
-    )
-    run = _Run({i: by_id[i] for i in ids}, summary, Path(out_dir) / SAMPLES_FILE, settings, model)
-    lines, prior_retries = _prepare(run, Path(out_dir))
-    write_record(Path(out_dir) / SUMMARY_FILE, summary)  # pins the settings for a resume
-    started = time.perf_counter()
-    retries, appended = _run_loop(_run_all(run, api_key, progress))
-    final = _finish(run, Path(out_dir), lines + appended, prior_retries + retries, started)
-    if final.counts["ok"] + final.counts["harness_error"] == 0:
-        # fail closed: a log with no completion at all says nothing about the model
-        last = next(iter(run.errors.values()), "none recorded")
-        raise PhaseFailed(
-            f"no request to {base_url} succeeded ({final.counts['missing']} samples missing; "
-            f"last error: {last}). Is the server running? Rerun with the same --out to resume."
+        run = _Run(
+            {i: by_id[i] for i in ids}, summary, Path(out_dir) / SAMPLES_FILE, settings, model
         )
-    return final
+        run.redactor = redactor
+        lines, prior_retries = _prepare(run, Path(out_dir))
+        write_json(Path(out_dir) / SUMMARY_FILE, run.stored(summary))  # pins settings for a resume
+        started = time.perf_counter()
+        retries, appended = _run_loop(_run_all(run, api_key, progress))
+        final = _finish(run, Path(out_dir), lines + appended, prior_retries + retries, started)
+        if final.counts["ok"] + final.counts["harness_error"] == 0:
+            # fail closed: a log with no completion at all says nothing about the model
+            last = next(iter(run.errors.values()), "none recorded")
+            raise PhaseFailed(
+                f"no request to {base_url} succeeded ({final.counts['missing']} samples missing; "
+                f"last error: {last}). Is the server running? Rerun with the same --out to resume."
+            )
+        return final
+
+
+@contextmanager
+def _redacted_errors(redactor: Redactor) -> Iterator[None]:
+    """Redact the message of any exception leaving the block: whatever is printed (our
+    one-line errors or a traceback) must not show the key."""
+    try:
+        yield
+    except Exception as err:
+        err.args = tuple(redactor.value(list(err.args)))
+        raise
 
 
 def _run_loop(coro: Coroutine[Any, Any, T]) -> T:
@@ -203,12 +233,14 @@ def _prepare(run: _Run, out_dir: Path) -> tuple[int, int]:
         return 0, 0
     old_summary = out_dir / SUMMARY_FILE
     prior_retries = 0
+    # the log holds redacted values: compare it with this eval as it would be stored
+    as_stored = parse_record(run.stored(run.summary), EvalSummary, str(old_summary))
     if old_summary.exists():
         old = read_record(old_summary, EvalSummary)
-        check_resumable(old, run.summary, old_summary)
+        check_resumable(old, as_stored, old_summary)
         prior_retries = old.retries
     repair_jsonl_tail(run.samples)
-    rows, lines = read_existing_rows(run.samples, run.summary, run.settings.seed)
+    rows, lines = read_existing_rows(run.samples, as_stored, run.settings.seed)
     run.rows = {k: r for k, r in rows.items() if r.status != "missing"}
     return lines, prior_retries
 
@@ -228,7 +260,7 @@ async def _run_all(run: _Run, api_key: str | None, show: bool) -> tuple[int, int
         max_retries=s.max_retries,
         backoff_s=s.backoff_s,
     )
-    writer = _RowWriter(run.samples)
+    writer = _RowWriter(run.samples, run.stored)
     with EvalProgress(len(run.items), n, run.rows, enabled=show) as bar:
         async with client:
             work = iter(todo)
@@ -314,8 +346,9 @@ async def _one_sample(run: _Run, client: OpenAIClient, item: SuiteItem, k: int) 
 class _RowWriter:
     """Group commit: append (and fsync) whatever has finished since the last append."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, stored: Callable[[SampleRow], dict[str, Any]]) -> None:
         self.path = path
+        self.stored = stored
         self.pending: list[dict[str, Any]] = []
         self.written = 0
         self._wake = asyncio.Event()
@@ -323,7 +356,7 @@ class _RowWriter:
         self._task = asyncio.ensure_future(self._loop())
 
     def put(self, row: SampleRow) -> None:
-        self.pending.append(row.to_json())
+        self.pending.append(self.stored(row))
         self._wake.set()
 
     async def _loop(self) -> None:
@@ -359,12 +392,12 @@ def _finish(run: _Run, out_dir: Path, lines: int, retries: int, started: float) 
         for k in range(n)
         if (item.id, k) not in run.rows
     ]
-    append_jsonl(run.samples, [r.to_json() for r in missing])
+    append_jsonl(run.samples, [run.stored(r) for r in missing])
     for row in missing:
         run.rows[(row.item_id, row.sample_index)] = row
     if lines + len(missing) != len(run.rows):
         ordered = [run.rows[(i, k)] for i in run.summary.item_ids for k in range(n)]
-        write_jsonl(run.samples, [r.to_json() for r in ordered])
+        write_jsonl(run.samples, [run.stored(r) for r in ordered])
     stats = totals(run.rows, run.summary.item_ids, n)
     summary = run.summary.model_copy(
         update={
@@ -374,5 +407,5 @@ def _finish(run: _Run, out_dir: Path, lines: int, retries: int, started: float) 
             "duration_s": round(time.perf_counter() - started, 3),
         }
     )
-    write_record(out_dir / SUMMARY_FILE, summary)
+    write_json(out_dir / SUMMARY_FILE, run.stored(summary))
     return summary

@@ -33,6 +33,8 @@ from tuneloop.errors import InputError
 
 Category = Literal["malformed", "unsupported", "dropped", "unaccounted"]
 EXCERPT_CHARS = 200
+MAX_DEPTH = 200
+"""Deepest JSON nesting of a line accepted (objects and lists); deeper lines are rejected."""
 
 
 @dataclass(frozen=True)
@@ -120,8 +122,19 @@ def read_json_lines(path: Path, rejects: list[Reject]) -> Iterator[tuple[int, di
                 continue
             try:
                 obj = json.loads(line)
+                too_deep = _deeper_than(obj, MAX_DEPTH, line)
             except json.JSONDecodeError as err:
                 rejects.append(Reject(file, lineno, f"invalid JSON: {err.msg}", excerpt=cut(line)))
+                continue
+            except RecursionError:
+                too_deep = True
+            if too_deep:
+                # Rejected, not fatal: like a line that is not JSON, one absurd line must not
+                # stop an ingest of a million good ones, and the rejects file names it. Lines
+                # this deep are not conversations (a log writer looping on itself), and every
+                # later step (scrub, validation, writing) walks values recursively.
+                reason = f"nested deeper than {MAX_DEPTH} levels (not a conversation record)"
+                rejects.append(Reject(file, lineno, reason, excerpt=cut(line)))
                 continue
             if not isinstance(obj, dict):
                 rejects.append(
@@ -134,6 +147,20 @@ def read_json_lines(path: Path, rejects: list[Reject]) -> Iterator[tuple[int, di
                 )
                 continue
             yield lineno, obj
+
+
+def _deeper_than(obj: Any, limit: int, line: str) -> bool:
+    """Whether `obj` nests lists/objects more than `limit` deep (iterative: no recursion)."""
+    if not isinstance(obj, (dict, list)) or line.count("{") + line.count("[") <= limit:
+        return False  # the common case, decided at C speed
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((v, depth + 1) for v in children if isinstance(v, (dict, list)))
+    return False
 
 
 def line_census(path: Path) -> tuple[set[int], int]:
