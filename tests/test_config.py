@@ -112,3 +112,23 @@ def test_docs_config_reference_is_current() -> None:
         "docs/config.md is stale: python -c 'from tuneloop.config import config_reference; "
         "print(config_reference())' > docs/config.md"
     )
+
+
+def test_a_folder_given_as_the_config_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="is a folder, expected a config file"):
+        load_config(tmp_path)
+
+
+def test_a_non_utf8_byte_names_its_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_bytes(GOOD.encode() + b"# caf\xe9\n")
+    line = GOOD.count("\n") + 1
+    with pytest.raises(
+        InputError, match=rf"loop.yaml:{line}: not UTF-8 text \(byte 0xe9 at column 6\)"
+    ):
+        load_config(path)
+
+
+def test_an_override_that_is_not_yaml_is_reported_with_the_rest(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"override 'train.steps=\[': the value is not valid YAML"):
+        load_config(write(tmp_path, GOOD), ["train.steps=["])

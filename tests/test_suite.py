@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,12 @@ from tuneloop.suite import (
     item_prompt_text,
     load_suite,
     normalize_prompt,
+    parse_slice_fractions,
     slice_ids,
 )
 
 
-def write(path: Path, rows: list[object]) -> Path:
+def write(path: Path, rows: Sequence[object]) -> Path:
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
     return path
 
@@ -74,6 +76,47 @@ def test_errors_name_file_and_line(tmp_path: Path, rows: list[object], message: 
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="suite file not found"):
         load_suite(tmp_path / "nope.jsonl")
+
+
+def test_a_folder_is_not_a_suite(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="is a folder, expected a suite file"):
+        load_suite(tmp_path)
+
+
+def test_a_non_utf8_byte_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(json.dumps(chat(1)).encode() + b'\n{"id": "caf\xe9"}\n')
+    with pytest.raises(InputError, match=r"s.jsonl:2: not UTF-8 text \(byte 0xe9 at column 12\)"):
+        load_suite(path)
+
+
+def test_line_separators_inside_json_strings_stay_in_their_line(tmp_path: Path) -> None:
+    # JSON allows U+2028 and U+0085 unescaped inside strings; str.splitlines() cuts there
+    prompt = "a\u2028b\u0085c"
+    line = json.dumps({"id": "p", "prompt": prompt}, ensure_ascii=False)
+    path = write(tmp_path / "s.jsonl", [line, "{oops"])
+    with pytest.raises(InputError, match=r"s.jsonl:2: invalid JSON"):
+        load_suite(path)
+    path.write_text(line + "\r\n")
+    assert load_suite(path).items[0].prompt == prompt
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("dev=x", "expected NAME=FRACTION"),
+        ("dev", "expected NAME=FRACTION"),
+        ("=0.5", "expected NAME=FRACTION"),
+        ("dev=nan", r"the fraction of slice 'dev' must lie in \(0, 1\]"),
+        ("dev=0", r"the fraction of slice 'dev' must lie in \(0, 1\]"),
+        ("dev=1.5", r"the fraction of slice 'dev' must lie in \(0, 1\]"),
+        ("dev=0.2,dev=0.3", "slice 'dev' is given twice"),
+    ],
+)
+def test_slice_fractions_from_the_command_line(text: str, message: str) -> None:
+    assert parse_slice_fractions(" dev = 0.5, gate=0.5 ") == {"dev": 0.5, "gate": 0.5}
+    with pytest.raises(InputError, match=f"--slices: {message}"):
+        parse_slice_fractions(text)
 
 
 def test_revision_ignores_formatting_but_not_content(tmp_path: Path) -> None:

@@ -2,15 +2,21 @@
 
 Each phase keeps its command functions (typer-annotated, thin) in `<phase>/command.py`; this
 module only names them. Command modules import nothing heavy at module level, so `--help`
-stays fast. Exit status: 0 success (and `promote` for the gate), 1 a failed phase or a
-`reject`, 2 a usage or input error — printed as one message that names the file, line or key.
+stays fast. Exit statuses are the table in `tuneloop.errors`; a usage or input error is one
+message that names the file, line or key (for a usage error, after the command's usage line).
+
+typer runs without standalone mode so that our own errors keep their exit status; the usage
+errors it then raises are caught here as whichever click it runs on: recent typer (0.29)
+vendors its own (`typer._click`, whose exceptions derive from `typer.TyperException`), older
+typer uses the `click` package. Catching only `click.ClickException` turned every usage error into
+a traceback once typer stopped using the package.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -34,6 +40,7 @@ COMMANDS: dict[str, str] = {
 GROUPS: dict[str, str] = {
     "corpus": "tuneloop.data.command:corpus_app",
     "archive": "tuneloop.archive:archive_app",
+    "ledger": "tuneloop.gate.command:ledger_app",
 }
 
 
@@ -58,10 +65,25 @@ def build_app() -> typer.Typer:
     return app
 
 
-def main() -> None:
-    from tuneloop.errors import TuneloopError
+def _usage_errors() -> tuple[type[Exception], ...]:
+    """The usage-error base classes of every click that typer may be running on."""
+    found: list[type[Exception]] = []
+    vendored = getattr(typer, "TyperException", None)
+    if isinstance(vendored, type) and issubclass(vendored, Exception):
+        found.append(vendored)
+    try:
+        import click
+    except ImportError:
+        pass
+    else:
+        found.append(click.ClickException)
+    return tuple(found)
 
-    app = build_app()
+
+def run_app(app: typer.Typer) -> NoReturn:
+    """Run a typer app as a console script and exit with the status from `tuneloop.errors`."""
+    from tuneloop.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, TuneloopError
+
     try:
         rc = app(standalone_mode=False)
     except TuneloopError as err:
@@ -71,13 +93,14 @@ def main() -> None:
         sys.exit(ex.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("aborted", err=True)
-        sys.exit(130)
-    except Exception as err:  # click usage errors
-        import click
+        sys.exit(EXIT_INTERRUPTED)
+    except _usage_errors() as err:
+        # the usage line, "Try '... --help' for help." and one "Error: ..." line
+        err.show()  # type: ignore[attr-defined]
+        sys.exit(EXIT_USAGE)
+    # without standalone mode click returns typer.Exit's status instead of exiting
+    sys.exit(rc if isinstance(rc, int) else EXIT_OK)
 
-        if isinstance(err, click.ClickException):
-            err.show()
-            sys.exit(2)
-        raise
-    # click returns the exit code of typer.Exit in non-standalone mode
-    sys.exit(rc if isinstance(rc, int) else 0)
+
+def main() -> None:
+    run_app(build_app())

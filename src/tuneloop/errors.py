@@ -1,26 +1,94 @@
-"""Error types shared by every phase.
+"""Error types shared by every phase, the one table of exit statuses, and the two checks that
+turn a person's file mistakes (unreadable input, unwritable output folder) into `InputError`.
 
 The CLI maps `InputError` (bad config, bad file, refused comparison) to exit status 2 and
 prints only its message, which must name the file and line or the config key, what was
 expected, and — for a missing input — the command that produces it.
+
+Exit statuses, the same for every command:
+
+- `EXIT_OK` (0): success; for `run` and `gate`, the challenger was promoted.
+- `EXIT_REJECT` (1): the gate rejected the challenger, or it awaits approval; `archive verify`
+  found a changed artifact.
+- `EXIT_USAGE` (2): a usage or input error — unknown option, missing argument, bad config,
+  unreadable or unwritable file. Nothing is half-written.
+- `EXIT_PHASE_FAILED` (3): a phase could not produce or verify its artifact.
+- `EXIT_INTERRUPTED` (130): Ctrl-C (128 + SIGINT, the shell's convention).
+- `EXIT_TERMINATED` (143): SIGTERM (128 + SIGTERM); `run` saves its state first.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_REJECT = 1
+EXIT_USAGE = 2
+EXIT_PHASE_FAILED = 3
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
 
 class TuneloopError(Exception):
-    """Base class for errors tuneloop reports to a person."""
+    """Base class for errors tuneloop reports to a person; each subclass names its status."""
 
-    exit_code = 1
+    exit_code = 1  # the generic failure status, for a subclass that names none
 
 
 class InputError(TuneloopError):
     """Bad input: config, file contents, CLI arguments or a refused request. Exit status 2."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class PhaseFailed(TuneloopError):
-    """A phase could not produce or verify its artifact. Exit status 1."""
+    """A phase could not produce or verify its artifact. Exit status 3."""
 
-    exit_code = 1
+    exit_code = EXIT_PHASE_FAILED
+
+
+def require_writable_dir(path: Path, what: str) -> None:
+    """Refuse (InputError) a folder that cannot be created or written, before any work starts.
+
+    `what` names the option or config key that gave the path. The probe makes and removes a
+    temporary folder in `path` or its nearest existing ancestor, so it leaves nothing behind
+    and also works as root, for whom permission bits and `os.access` say nothing.
+    """
+    existing = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+    if not existing.is_dir():
+        where = "it" if existing == path else existing
+        raise InputError(f"{what} {path}: {where} is a file, not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".tuneloop-probe-", dir=existing))
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise InputError(
+            f"{what} {path}: cannot create a folder in {existing} ({reason})"
+        ) from None
+
+
+def read_utf8(path: Path, what: str) -> str:
+    """The text of a file a person gave us; InputError naming the file (and line) otherwise.
+
+    `what` says what the file should be ("config file", "suite file"). A byte that is not
+    UTF-8 is reported with its line and column, since editors rarely show it.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, expected a {what}") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read the {what} ({err.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise InputError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x} at column {column}); "
+            f"save the {what} as UTF-8"
+        ) from None

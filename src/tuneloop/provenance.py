@@ -1,6 +1,8 @@
-"""Where a result came from: machine, package versions, code version, time.
+"""Where a result came from: machine, package versions, code version, dependency lock, time.
 
 Every number in a report is stamped with these, so that a reviewer can see what produced it.
+The lock hash says which `requirements.lock` the checkout was installed from (scripts/setup
+installs exactly that file); it is None for an install outside a checkout.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+# the repository root when tuneloop runs from a checkout (src/tuneloop/provenance.py)
+CHECKOUT = Path(__file__).resolve().parents[2]
+LOCK_FILE = "requirements.lock"
 
 PACKAGES = (
     "tuneloop",
@@ -98,10 +104,23 @@ def code_version() -> str:
     return f"{__version__}+{digest[:12]}"
 
 
+def lock_sha256(root: Path = CHECKOUT) -> str | None:
+    """sha256 of the checkout's requirements.lock, or None when there is none.
+
+    A lock is only taken from a folder that also holds pyproject.toml, so that an installed
+    (non-editable) tuneloop never reports a stray file found above site-packages.
+    """
+    lock = root / LOCK_FILE
+    if not (root / "pyproject.toml").is_file() or not lock.is_file():
+        return None
+    return hashlib.sha256(lock.read_bytes()).hexdigest()
+
+
 def stamp() -> dict[str, Any]:
     return {
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_info(),
         "packages": package_versions(),
         "git_commit": git_commit(),
+        "lock_sha256": lock_sha256(),
     }

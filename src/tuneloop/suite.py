@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, read_utf8
 from tuneloop.records import canonical_json
 from tuneloop.registry import did_you_mean
 
@@ -66,10 +66,9 @@ def load_suite(path: Path, default_scorer: str = "numeric") -> Suite:
     from tuneloop.registry import scorers
 
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{path}: suite file not found") from None
+    # JSONL lines end at "\n" only: str.splitlines() would also split inside a JSON string at
+    # U+2028, U+0085 and other characters that JSON allows there unescaped
+    lines = read_utf8(path, "suite file").split("\n")
     items: list[SuiteItem] = []
     raws: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
@@ -219,10 +218,16 @@ def parse_slice_fractions(text: str, option: str = "--slices") -> dict[str, floa
     out: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, sep, value = part.partition("=")
+        name = name.strip()
         try:
-            out[name.strip()] = float(value)
+            fraction = float(value)
         except ValueError:
             sep = ""
-        if not sep or not name.strip():
+        if not sep or not name:
             raise InputError(f"{option}: expected NAME=FRACTION[,NAME=FRACTION…] (got {part!r})")
+        if name in out:
+            raise InputError(f"{option}: slice {name!r} is given twice")
+        if not 0 < fraction <= 1:  # also refuses nan
+            raise InputError(f"{option}: the fraction of slice {name!r} must lie in (0, 1]")
+        out[name] = fraction
     return out

@@ -108,7 +108,7 @@ def test_promote_exits_0_and_champion_shows_it(tuneloop, make_log, suite_file, t
     assert rc == 0 and "current: v1" in out
 
 
-def test_require_approval_exits_3_and_approve_promotes(
+def test_require_approval_exits_1_and_approve_promotes(
     tuneloop, make_log, suite_file, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     champ = make_log("champ", flat(200, 0.0))
@@ -117,7 +117,7 @@ def test_require_approval_exits_3_and_approve_promotes(
     rc, out = tuneloop(
         *gate_args(champ, chall, suite_file, ledger, "--require-approval", "--run-id", "r9")
     )
-    assert rc == 3 and "awaiting_approval" in out
+    assert rc == 1 and "awaiting_approval" in out
     rc, out = tuneloop("champion", "--ledger", ledger)
     assert "no champion" in out
     rc, out = tuneloop("approve", "r9", "--ledger", ledger)

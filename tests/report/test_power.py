@@ -41,10 +41,28 @@ def test_one_pilot_assumes_a_correlation(make_log: Make) -> None:
 def test_power_rejects_bad_input(make_log: Make) -> None:
     pilot = load_sample_log(make_log({"a": [1.0], "b": [0.0]}))
     tiny = load_sample_log(make_log({"a": [1.0]}))
-    for kwargs in [{"effect": 0.0}, {"alpha": 2.0}, {"correlation": 1.0}]:
+    refused: list[dict[str, float]] = [
+        {"effect": 0.0},
+        {"effect": -0.1},
+        {"effect": 5.0},
+        {"effect": 1.0001},
+        {"effect": math.nan},
+        {"effect": math.inf},
+        {"alpha": 2.0},
+        {"alpha": math.nan},
+        {"power": math.nan},
+        {"correlation": 1.0},
+        {"correlation": math.nan},
+    ]
+    for kwargs in refused:
         with pytest.raises(InputError):
             plan_power([pilot], **kwargs)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="at least 2"):
         plan_power([tiny])
     with pytest.raises(InputError, match="one or two"):
         plan_power([])
+
+
+def test_an_effect_of_a_whole_score_is_accepted(make_log: Make) -> None:
+    pilot = load_sample_log(make_log({"a": [1.0], "b": [0.0], "c": [1.0]}))
+    assert plan_power([pilot], effect=1.0).items_needed is not None

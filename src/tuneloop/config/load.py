@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from tuneloop.config.models import LoopConfig
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, read_utf8
 from tuneloop.registry import did_you_mean
 
 M = TypeVar("M", bound=BaseModel)
@@ -39,10 +39,7 @@ def load_config(path: Path, overrides: list[str] | None = None) -> LoopConfig:
 def read_yaml(path: Path, what: str) -> tuple[dict[str, Any], yaml.Node | None]:
     """The mapping in a YAML file and its node tree (for line numbers); errors name the line."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: {what} not found") from None
+    text = read_utf8(path, what)
     try:
         node, data = yaml.compose(text), yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -115,7 +112,11 @@ def apply_override(data: dict[str, Any], item: str) -> None:
         if not isinstance(nxt, dict):
             raise ValueError(f"{part!r} is not a section")
         target = nxt
-    target[parts[-1]] = yaml.safe_load(raw) if raw else ""
+    try:
+        value = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError as err:
+        raise ValueError(f"the value is not valid YAML: {getattr(err, 'problem', err)}") from None
+    target[parts[-1]] = value
 
 
 def _line_map(node: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:

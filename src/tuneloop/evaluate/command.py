@@ -14,6 +14,7 @@ from pathlib import Path
 import typer
 
 from tuneloop.envkeys import read_api_key
+from tuneloop.errors import require_writable_dir
 from tuneloop.suite import parse_slice_fractions
 
 
@@ -42,6 +43,7 @@ def evaluate(
     from tuneloop.evaluate.runner import EvalSettings
     from tuneloop.evaluate.runner import evaluate as run_eval
 
+    require_writable_dir(out, "--out")
     api_key = read_api_key(api_key_env, "--api-key-env")
     settings = EvalSettings(
         n_samples=n_samples,

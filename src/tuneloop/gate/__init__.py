@@ -1,8 +1,8 @@
 """Phase: the promotion gate — champion vs challenger on a fresh slice, against a fixed bar.
 
 Run it as `tuneloop gate --champion LOG --challenger LOG --slice gate --suite suite.jsonl
-[--bar bar.yaml] [--ledger ledger.db]` (exit 0 promote, 1 reject, 2 input error, 3 awaiting
-approval), or from the loop via `adjudicate`. The rule itself is the pure function
+[--bar bar.yaml] [--ledger ledger.db]` (exit 0 promote, 1 reject or awaiting
+approval, 2 input error), or from the loop via `adjudicate`. The rule itself is the pure function
 `tuneloop.gate.rule.decide`; its module docstring states it precisely. The ledger (SQLite)
 refuses a second look at a consumed slice and keeps champion versions, verdicts and approvals;
 `EXPERIMENT-LOG.md` beside it gets one Markdown entry per round.

@@ -6,9 +6,10 @@
     tuneloop approve RUN [--ledger ledger.db]
     tuneloop ledger reset LEDGER --reason "..."  [--who NAME]
 
-Exit status of `gate`: 0 promote, 1 reject, 2 usage or input error (incomparable logs,
-consumed slice, bad bar), 3 awaiting approval (the rule said promote but `--require-approval`
-is set: deliberately not 0, so that `tuneloop gate && deploy` never ships an unapproved model).
+Exit status of `gate` (the table in `tuneloop.errors`): 0 promote, 1 reject or awaiting
+approval (the rule said promote but `--require-approval` is set: not 0, so that
+`tuneloop gate && deploy` never ships an unapproved model), 2 usage or input error
+(incomparable logs, consumed items, bad bar).
 Heavy imports (numpy, scipy via the rule) happen inside the functions.
 """
 
@@ -22,10 +23,10 @@ from typing import Annotated, Any
 
 import typer
 
-from tuneloop.errors import InputError
+from tuneloop.errors import EXIT_OK, EXIT_REJECT, InputError
 from tuneloop.suite import parse_slice_fractions
 
-EXIT = {"promote": 0, "reject": 1, "awaiting_approval": 3}
+EXIT = {"promote": EXIT_OK, "reject": EXIT_REJECT, "awaiting_approval": EXIT_REJECT}
 DEFAULT_LEDGER = Path("ledger.db")
 LedgerOpt = Annotated[
     Path, typer.Option("--ledger", help="SQLite ledger of slices, champions and verdicts.")

@@ -32,7 +32,7 @@ def run(
     from rich.console import Console
     from rich.table import Table
 
-    from tuneloop.errors import PhaseFailed
+    from tuneloop.errors import EXIT_PHASE_FAILED, PhaseFailed
     from tuneloop.loop.preflight import check_before_compute
     from tuneloop.loop.runner import Runner, Selection
     from tuneloop.loop.summary import print_outcome
@@ -55,5 +55,5 @@ def run(
     except PhaseFailed as err:
         typer.echo(f"error: {err}", err=True)
         typer.echo(f"state: {cfg.workdir / 'state.json'}", err=True)
-        raise typer.Exit(3) from None
+        raise typer.Exit(EXIT_PHASE_FAILED) from None
     raise typer.Exit(print_outcome(cfg, state, runner.wall_s, runner.phase_time))

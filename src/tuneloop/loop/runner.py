@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from rich.console import Console
 
 from tuneloop.config import LoopConfig
-from tuneloop.errors import InputError, PhaseFailed, TuneloopError
+from tuneloop.errors import EXIT_TERMINATED, InputError, PhaseFailed, TuneloopError
 from tuneloop.loop.phases import PHASE_NAMES, PHASES, Phase, PhaseContext
 from tuneloop.loop.state import (
     Action,
@@ -60,7 +60,7 @@ console = Console(stderr=True)
 class Interrupted(TuneloopError):
     """SIGTERM: unwind so that servers are torn down and state is saved. Exit status 143."""
 
-    exit_code = 143
+    exit_code = EXIT_TERMINATED
 
 
 @dataclass

@@ -13,9 +13,9 @@ def compare(
     post_log: Annotated[Path, typer.Argument(help="Sample-log folder of the post arm.")],
     out: Annotated[Path, typer.Option("--out", help="Folder for delta.json, delta.md, PNGs.")],
     confidence: Annotated[float, typer.Option(help="Confidence level of intervals.")] = 0.95,
-    n_resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 10_000,
+    n_resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
     permutation_resamples: Annotated[
-        int, typer.Option(help="Monte Carlo resamples when the exact test is infeasible.")
+        int, typer.Option(min=1, help="Monte Carlo resamples when the exact test is infeasible.")
     ] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of every resampling step.")] = 0,
     figures: Annotated[bool, typer.Option(help="Draw passk.png and items.png.")] = True,
@@ -23,8 +23,10 @@ def compare(
     """Paired delta report of two evals of the same suite items (exit 2 if incomparable)."""
     from rich.console import Console
 
+    from tuneloop.errors import require_writable_dir
     from tuneloop.report.build import compare as run_compare
 
+    require_writable_dir(out, "--out")
     console = Console(stderr=True)
     with console.status("comparing sample logs…"):
         r = run_compare(
@@ -65,8 +67,9 @@ def power(
 ) -> None:
     """Items needed to detect --effect, or the minimum detectable effect of the pilot."""
     from tuneloop.report.build import load_log
-    from tuneloop.report.power import plan_power
+    from tuneloop.report.power import check_targets, plan_power
 
+    check_targets(effect, alpha, power)  # before reading the pilots
     plan = plan_power([load_log(p) for p in pilot], effect, alpha, power, correlation)
     typer.echo(
         f"pilot: {plan.n_items} items, sd of item differences {plan.sd_diff:.4f} ({plan.source})"

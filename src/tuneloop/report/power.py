@@ -71,6 +71,19 @@ def pilot_sd_diff(pilots: list[Log], correlation: float) -> tuple[int, float, st
     return n, float(np.std(d, ddof=1)), source
 
 
+def check_targets(effect: float | None, alpha: float, power: float) -> None:
+    """Refuse a target effect, α or power that no pilot could make sensible (InputError)."""
+    # scores lie in [0, 1], so a difference of mean scores above 1 cannot be detected at all;
+    # written as `not (inside)` so that NaN is refused too
+    if effect is not None and not 0 < effect <= 1:
+        raise InputError(
+            f"--effect must lie in (0, 1]: a difference of mean scores, which lie in [0, 1]; "
+            f"got {effect}"
+        )
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise InputError(f"--alpha and --power must lie in (0, 1), got {alpha} and {power}")
+
+
 def plan_power(
     pilots: list[Log],
     effect: float | None = None,
@@ -79,10 +92,7 @@ def plan_power(
     correlation: float = 0.5,
 ) -> PowerPlan:
     """Items needed for `effect` (two-sided test), and the MDE of the pilot's item count."""
-    if effect is not None and effect <= 0:
-        raise InputError(f"--effect must be > 0, got {effect}")
-    if not 0 < alpha < 1 or not 0 < power < 1:
-        raise InputError("--alpha and --power must lie in (0, 1)")
+    check_targets(effect, alpha, power)
     n, sd, source = pilot_sd_diff(pilots, correlation)
     return PowerPlan(
         n_items=n,

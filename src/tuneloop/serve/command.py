@@ -6,15 +6,13 @@ Also runnable without the CLI table as `python -m tuneloop.serve.app MODEL_DIR -
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 
 from tuneloop.envkeys import read_api_key
-from tuneloop.errors import InputError, TuneloopError
+from tuneloop.errors import InputError
 
 
 def serve(
@@ -22,7 +20,9 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
         "127.0.0.1"
     ),
-    port: Annotated[int, typer.Option(help="Port to bind; 0 picks a free one.")] = 8000,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port to bind; 0 picks a free one.")
+    ] = 8000,
     api_key_env: Annotated[
         str | None,
         typer.Option(help="Require `Authorization: Bearer $VAR` (names the variable)."),
@@ -37,10 +37,17 @@ def serve(
     max_tokens_cap: Annotated[int, typer.Option(min=1, help="Largest max_tokens.")] = 2048,
     max_body_bytes: Annotated[int, typer.Option(min=1, help="Largest request body.")] = 1 << 20,
     threads: Annotated[
-        int | None, typer.Option(help="torch threads (default: half the cores, at most 4).")
+        int | None, typer.Option(min=1, help="torch threads (default: half the cores, at most 4).")
     ] = None,
     port_file: Annotated[str | None, typer.Option(hidden=True)] = None,
     parent_pid: Annotated[int | None, typer.Option(hidden=True)] = None,
+    stop_token_ids: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated token ids that end a completion, replacing the "
+            "model's generation-config eos ids."
+        ),
+    ] = None,
 ) -> None:
     """Serve MODEL_DIR at http://HOST:PORT/v1 (chat and text completions, batched)."""
     from tuneloop.serve.app import ServerSettings, run_server
@@ -50,6 +57,7 @@ def serve(
         raise InputError(f"{model_dir}: not a model folder (expected config.json in it)")
     api_key = read_api_key(api_key_env, "--api-key-env")
     settings = ServerSettings(
+        stop_token_ids=_token_ids(stop_token_ids),
         host=host,
         port=port,
         served_model_name=served_model_name,
@@ -66,17 +74,22 @@ def serve(
         raise typer.Exit(rc)
 
 
+def _token_ids(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        ids = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise InputError(f"--stop-token-ids {text!r}: expected comma-separated integers") from None
+    if not ids:
+        raise InputError("--stop-token-ids: give at least one token id")
+    return ids
+
+
 def main() -> None:
     """Entry point of `python -m tuneloop.serve.app`: the same command without the CLI table."""
+    from tuneloop.cli import run_app
+
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command()(serve)
-    try:
-        rc = app(standalone_mode=False)
-    except TuneloopError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(err.exit_code)
-    except click.ClickException as err:
-        err.show()
-        sys.exit(2)
-    # without standalone mode click returns typer.Exit's status instead of exiting
-    sys.exit(rc if isinstance(rc, int) else 0)
+    run_app(app)

@@ -11,9 +11,19 @@ from typing import Annotated
 
 import typer
 
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, require_writable_dir
 
 Opt = typer.Option
+
+
+def _require_positive(values: dict[str, float]) -> None:
+    """InputError naming the first option that is not > 0 (typer's `min` is inclusive).
+
+    Written as `not value > 0` so that nan is refused too.
+    """
+    for flag, value in values.items():
+        if not value > 0:
+            raise InputError(f"{flag} must be > 0, got {value}")
 
 
 def train(
@@ -21,34 +31,45 @@ def train(
     base: Annotated[Path, Opt(help="Base model folder (Hugging Face format).")] = Path("."),
     data: Annotated[Path, Opt(help="Training JSONL.")] = Path("train.jsonl"),
     out: Annotated[Path, Opt(help="Adapter output folder (must not exist).")] = Path("adapter"),
-    steps: Annotated[int, Opt(help="Optimizer steps.")] = 100,
+    steps: Annotated[int, Opt(min=1, help="Optimizer steps.")] = 100,
     learning_rate: Annotated[float, Opt("--lr", help="Peak learning rate.")] = 5e-4,
-    batch_size: Annotated[int, Opt(help="Prompts (GRPO) or rows per step.")] = 8,
+    batch_size: Annotated[int, Opt(min=1, help="Prompts (GRPO) or rows per step.")] = 8,
     seed: Annotated[int, Opt(help="Training seed.")] = 0,
-    lora_r: Annotated[int, Opt(help="LoRA rank.")] = 16,
+    lora_r: Annotated[int, Opt(min=1, help="LoRA rank.")] = 16,
     lora_alpha: Annotated[float, Opt(help="LoRA alpha.")] = 32.0,
     lora_dropout: Annotated[float, Opt(help="LoRA dropout.")] = 0.0,
     target_modules: Annotated[str, Opt(help="'all-linear' or comma-separated names.")] = (
         "all-linear"
     ),
-    group_size: Annotated[int, Opt(help="GRPO completions per prompt.")] = 8,
-    beta: Annotated[float, Opt(help="GRPO KL coefficient.")] = 0.0,
+    group_size: Annotated[int, Opt(min=2, help="GRPO completions per prompt.")] = 8,
+    beta: Annotated[float, Opt(min=0, help="GRPO KL coefficient.")] = 0.0,
     loss_type: Annotated[str, Opt(help="GRPO loss type.")] = "dr_grpo",
-    max_completion_length: Annotated[int, Opt(help="GRPO completion tokens.")] = 16,
+    max_completion_length: Annotated[int, Opt(min=1, help="GRPO completion tokens.")] = 16,
     temperature: Annotated[float, Opt(help="GRPO sampling temperature.")] = 1.0,
     scorer: Annotated[str | None, Opt(help="GRPO reward scorer (default: per row).")] = None,
     default_scorer: Annotated[str, Opt(help="Scorer for rows that name none.")] = "numeric",
-    sft_warmup_steps: Annotated[int, Opt(help="GRPO: SFT-on-references steps first.")] = 0,
+    sft_warmup_steps: Annotated[int, Opt(min=0, help="GRPO: SFT-on-references steps first.")] = 0,
     dpo_beta: Annotated[float, Opt(help="DPO beta.")] = 0.1,
     suite: Annotated[list[Path] | None, Opt(help="Suite JSONL to refuse overlap with.")] = None,
     allow_contamination: Annotated[bool, Opt(help="Train despite suite overlap.")] = False,
-    nproc: Annotated[int, Opt(help="Processes (torchrun).")] = 1,
+    nproc: Annotated[int, Opt(min=1, help="Processes (torchrun).")] = 1,
     progress: Annotated[bool, Opt(help="Show a progress bar.")] = True,
 ) -> None:
     """Train a LoRA adapter with SFT, GRPO or DPO (TRL + PEFT)."""
     from tuneloop.train.run import train as run_train
     from tuneloop.train.settings import TrainSettings
 
+    _require_positive(
+        {
+            "--lr": learning_rate,
+            "--lora-alpha": lora_alpha,
+            "--dpo-beta": dpo_beta,
+            "--temperature": temperature,
+        }
+    )
+    if not 0 <= lora_dropout < 1:  # also refuses nan
+        raise InputError(f"--lora-dropout must lie in [0, 1), got {lora_dropout}")
+    require_writable_dir(out, "--out")
     targets: tuple[str, ...] | str = target_modules
     if target_modules != "all-linear":
         targets = tuple(t.strip() for t in target_modules.split(",") if t.strip())
@@ -96,6 +117,7 @@ def merge(
 
     if (adapter is None) == (not zero_adapter):
         raise InputError("merge: give exactly one of --adapter PATH or --zero-adapter")
+    require_writable_dir(out, "--out")
     typer.echo(f"merged: {run_merge(base, adapter, out)}")
 
 
