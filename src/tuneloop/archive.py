@@ -159,7 +159,10 @@ def archive_run(workdir: Path, target: Path, cfg: LoopConfig) -> str:
 
 
 def _existing(target: Path, run_id: str | None) -> str:
-    problems = verify_archive(target)
+    try:
+        problems = verify_archive(target)
+    except InputError as err:
+        problems = [str(err)]
     held = read_json(target / MANIFEST).get("run_id") if not problems else None
     if problems or held != run_id:
         why = "; ".join(problems[:3]) if problems else f"it holds run {held!r}"

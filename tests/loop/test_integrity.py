@@ -150,10 +150,23 @@ def test_kill_between_decision_and_archive_never_names_a_missing_champion(
 
 def test_an_archive_is_never_overwritten(tmp_path: Path) -> None:
     config = write_config(tmp_path, gate={"enabled": False})
-    state = runner(config).run()
-    target = tmp_path / "archive" / state.run_id
-    (target / "run" / "report" / "delta.md").write_text("edited")  # no longer verifies
-    (tmp_path / "work" / "archive" / "archived.json").unlink()
+    env = {**os.environ, "TUNELOOP_KILL_AT": "archive:start"}
+    proc = subprocess.run([sys.executable, str(HERE / "fakeloop.py"), str(config)], env=env)
+    assert proc.returncode == -9
+    run_id = load_state(tmp_path / "work").run_id  # type: ignore[union-attr]
+    squatter = tmp_path / "archive" / run_id
+    squatter.mkdir(parents=True)
+    (squatter / "notes.txt").write_text("someone else's files")
     with pytest.raises(Exception, match="never overwritten"):
         runner(config).run()
-    assert (target / "run" / "report" / "delta.md").read_text() == "edited"
+    assert (squatter / "notes.txt").read_text() == "someone else's files"
+
+
+def test_a_redone_archive_is_a_new_archive(tmp_path: Path) -> None:
+    config = write_config(tmp_path, gate={"enabled": False})
+    old = runner(config).run()
+    (tmp_path / "work" / "archive" / "archived.json").unlink()  # outputs no longer verify
+    new = runner(config).run()
+    assert new.run_id != old.run_id
+    assert verify_archive(tmp_path / "archive" / old.run_id) == []
+    assert verify_archive(tmp_path / "archive" / new.run_id) == []
