@@ -100,7 +100,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -126,7 +126,8 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
+    """fsync a folder so that a rename inside it survives a crash (best effort)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:

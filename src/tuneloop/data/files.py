@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from tuneloop.errors import InputError
+from tuneloop.records import fsync_dir
 
 _WORDS = {
     errno.ENOSPC: "the disk is full (no space left on device)",
@@ -58,7 +59,7 @@ def write_files(files: dict[Path, bytes]) -> None:
         _remove(temps)
         raise
     for folder in {path.parent for _, path in temps}:
-        _fsync_dir(folder)
+        fsync_dir(folder)
 
 
 def _write_fd(fd: int, data: bytes) -> None:
@@ -72,19 +73,6 @@ def _write_fd(fd: int, data: bytes) -> None:
 def _remove(temps: list[tuple[Path, Path]]) -> None:
     for tmp, _ in temps:
         tmp.unlink(missing_ok=True)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def jsonl_bytes(rows: list[dict[str, object]]) -> bytes:

@@ -126,6 +126,13 @@ def _verdict(cfg: LoopConfig, up: dict[str, Path]) -> list[str]:
     lines += [
         f"- {'✓' if c['passed'] else '✗'} {c['name']}: {c['detail']}" for c in v["conditions"]
     ]
+    lines += [
+        "",
+        f"Bar sealed in the ledger at {v.get('sealed_at') or 'n/a'}, before the post evaluation; "
+        f"evidence `{(v.get('evidence_sha256') or 'n/a')[:16]}` (both logs, both models, bar, "
+        "items). The champion changes only in the `promote` phase, after this run's archive "
+        "verifies (`promote/promotion.json`).",
+    ]
     return [*lines, ""]
 
 
