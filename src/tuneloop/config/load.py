@@ -92,7 +92,7 @@ def load_yaml_model(path: Path, model: type[M], what: str, overrides: list[str] 
     try:
         cfg = model.model_validate(data, context={"base_dir": path.parent.resolve()})
     except ValidationError as err:
-        lines = _line_map(node)
+        lines = line_map(node)
         errors.extend(_format_error(e, lines, model) for e in err.errors())
         cfg = None
     if errors or cfg is None:
@@ -119,17 +119,17 @@ def apply_override(data: dict[str, Any], item: str) -> None:
     target[parts[-1]] = value
 
 
-def _line_map(node: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
+def line_map(node: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
     out: dict[tuple[str, ...], int] = {}
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = (*prefix, str(key_node.value))
             out[key] = key_node.start_mark.line + 1
-            out.update(_line_map(value_node, key))
+            out.update(line_map(value_node, key))
     elif isinstance(node, yaml.SequenceNode):
         for i, value_node in enumerate(node.value):
             out[(*prefix, str(i))] = value_node.start_mark.line + 1
-            out.update(_line_map(value_node, (*prefix, str(i))))
+            out.update(line_map(value_node, (*prefix, str(i))))
     return out
 
 

@@ -185,8 +185,7 @@ def reset(
     Nothing is deleted — verdicts, champions and consumed items stay in the ledger — and the
     reset (who, when, why) is appended to EXPERIMENT-LOG.md beside it.
     """
-    from tuneloop.gate.ledger import default_user
-    from tuneloop.gate.promotion import reset_one_look
+    from tuneloop.gate.promotion import default_user, reset_one_look
 
     at = reset_one_look(ledger, who or default_user(), reason)
     typer.echo(f"one-look history of {ledger} reset at {at}; recorded in the experiment log")

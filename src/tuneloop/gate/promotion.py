@@ -15,6 +15,7 @@ through the gate (the base model a loop starts from) so that later verdicts can 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,19 @@ def _log_promotion(
         f"promotion {run_id}",
         explog.promotion_entry(run_id, at, version, descriptor),
     )
+
+
+def default_user() -> str:
+    """Who ran a command, for the record (login name, else the uid)."""
+    try:
+        return os.getlogin()
+    except OSError:
+        import pwd
+
+        try:
+            return pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:
+            return os.environ.get("USER") or f"uid {os.getuid()}"
 
 
 def reset_one_look(ledger_path: Path, who: str, reason: str) -> str:

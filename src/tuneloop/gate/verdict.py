@@ -34,7 +34,6 @@ from tuneloop.gate.bar import Bar
 from tuneloop.gate.champion import parse_descriptor
 from tuneloop.gate.rule import Decision, decide, item_scores
 from tuneloop.gate.seal import SealedBar, check_seal
-from tuneloop.gate.seal import items_sha256 as items_sha256
 from tuneloop.gate.verdict_record import (
     ArmSummary,
     ConditionResult,
@@ -42,7 +41,7 @@ from tuneloop.gate.verdict_record import (
     GateVerdict,
     Outcome,
     SliceReuse,
-    log_sha256,
+    make_evidence,
 )
 from tuneloop.records import parse_record, write_record
 
@@ -82,14 +81,12 @@ def adjudicate(
     champ, chall = load_arms(champion_log, challenger_log, item_ids)
     _check_k(bar, champ)
     descriptor = _descriptor(challenger_descriptor, chall, run_id)
-    evidence = Evidence(
-        champion_log_sha256=log_sha256(champion_log),
-        challenger_log_sha256=log_sha256(challenger_log),
-        champion_model=models[0] if models else champ.summary.model,
-        challenger_model=models[1] if models else chall.summary.model,
-        bar_sha256=bar.sha256(),
-        items_sha256=items_sha256(item_ids),
-        suite_revision=champ.summary.suite_revision,
+    evidence = make_evidence(
+        (Path(champion_log), Path(challenger_log)),
+        models or (champ.summary.model, chall.summary.model),
+        bar,
+        item_ids,
+        champ.summary.suite_revision,
     )
     conn = ledger.connect(ledger_path)
     try:

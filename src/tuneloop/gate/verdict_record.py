@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from tuneloop.gate.bar import Bar
 from tuneloop.records import Record, canonical_json, sha256_bytes, sha256_file
 from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE
 
@@ -140,3 +141,24 @@ def log_sha256(folder: Path) -> str:
     """Hash of a sample log's evidence files (samples.jsonl, summary.json)."""
     parts = {name: sha256_file(Path(folder) / name) for name in (SAMPLES_FILE, SUMMARY_FILE)}
     return sha256_bytes(canonical_json(parts).encode())
+
+
+def make_evidence(
+    logs: tuple[Path, Path],
+    models: tuple[str, str],
+    bar: Bar,
+    item_ids: list[str],
+    suite_revision: str,
+) -> Evidence:
+    """The evidence of a (champion log, challenger log) pair judged against `bar` on items."""
+    from tuneloop.gate.seal import items_sha256
+
+    return Evidence(
+        champion_log_sha256=log_sha256(logs[0]),
+        challenger_log_sha256=log_sha256(logs[1]),
+        champion_model=models[0],
+        challenger_model=models[1],
+        bar_sha256=bar.sha256(),
+        items_sha256=items_sha256(item_ids),
+        suite_revision=suite_revision,
+    )

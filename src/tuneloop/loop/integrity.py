@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError, PhaseFailed
-from tuneloop.loop.layout import archive_dir, ledger_path, slice_ids, suite_revision
+from tuneloop.loop.layout import SuiteView, archive_dir, ledger_path, suite_view
 from tuneloop.loop.state import load_state, now_iso
 from tuneloop.records import read_record, write_record
 
@@ -45,11 +45,11 @@ def gate_bar(cfg: LoopConfig) -> Bar:
     return Bar(**cfg.gate.model_dump(include=set(FIELDS)))
 
 
-def gate_items(cfg: LoopConfig, workdir: Path) -> list[str]:
+def gate_items(cfg: LoopConfig, workdir: Path, view: SuiteView | None = None) -> list[str]:
     """The gate slice's items that the champion's evaluation covers (all, when it exists)."""
     from tuneloop.samplelog import SUMMARY_FILE, EvalSummary
 
-    ids = slice_ids(cfg, cfg.gate.slice)
+    ids = (view or suite_view(cfg)).slices[cfg.gate.slice]
     summary = workdir / "eval_pre" / SUMMARY_FILE
     if not summary.exists():
         return ids
@@ -71,25 +71,22 @@ def round_models(workdir: Path) -> tuple[str, str] | None:
 
 def round_evidence(cfg: LoopConfig, workdir: Path) -> Evidence | None:
     """The evidence the gate would judge now, or None if some of it does not exist yet."""
-    from tuneloop.gate.seal import items_sha256
-    from tuneloop.gate.verdict import Evidence, log_sha256
+    from tuneloop.gate.verdict_record import make_evidence
 
     models = round_models(workdir)
-    try:
-        logs = (log_sha256(workdir / "eval_pre"), log_sha256(workdir / "eval_post"))
-    except OSError:
-        return None
     if models is None:
         return None
-    return Evidence(
-        champion_log_sha256=logs[0],
-        challenger_log_sha256=logs[1],
-        champion_model=models[0],
-        challenger_model=models[1],
-        bar_sha256=gate_bar(cfg).sha256(),
-        items_sha256=items_sha256(gate_items(cfg, workdir)),
-        suite_revision=suite_revision(cfg),
-    )
+    view = suite_view(cfg)
+    try:
+        return make_evidence(
+            (workdir / "eval_pre", workdir / "eval_post"),
+            models,
+            gate_bar(cfg),
+            gate_items(cfg, workdir, view),
+            view.revision,
+        )
+    except OSError:
+        return None
 
 
 # ---- before any phase runs ---------------------------------------------------------------
@@ -143,21 +140,21 @@ def _check_fresh_items(cfg: LoopConfig) -> None:
     db = ledger_path(cfg)
     if not db.exists():
         return
-    revision = suite_revision(cfg)
-    wanted = slice_ids(cfg, cfg.gate.slice)
+    view = suite_view(cfg)
+    revision, wanted = view.revision, view.slices[cfg.gate.slice]
     conn = ledger.connect(db)
     try:
         seen = ledger.consumed_items(conn, revision, wanted)
         if not seen:
             return
         per_slice = {
-            name: len(ledger.consumed_items(conn, revision, slice_ids(cfg, name)))
-            for name in cfg.suite.slices
+            name: (len(ledger.consumed_items(conn, revision, ids)), len(ids))
+            for name, ids in view.slices.items()
         }
     finally:
         conn.close()
     runs = sorted({run for run, _ in seen.values()})
-    consumed = ", ".join(f"{name} {n}/{len(slice_ids(cfg, name))}" for name, n in per_slice.items())
+    consumed = ", ".join(f"{name} {n}/{total}" for name, (n, total) in per_slice.items())
     raise InputError(
         f"gate.slice (config): {len(seen)} of the {len(wanted)} items of slice "
         f"{cfg.gate.slice!r} (suite revision {revision[:12]}) were already looked at by a "
@@ -204,7 +201,7 @@ def read_seal(workdir: Path) -> SealedBar:
 
 def check_verdict_matches(workdir: Path) -> GateVerdict:
     """The verdict in gate/, refused unless it judged exactly this workdir's two logs."""
-    from tuneloop.gate.verdict import GateVerdict, log_sha256
+    from tuneloop.gate.verdict_record import GateVerdict, log_sha256
 
     verdict = read_record(workdir / VERDICT_PATH, GateVerdict)
     logs = (log_sha256(workdir / "eval_pre"), log_sha256(workdir / "eval_post"))

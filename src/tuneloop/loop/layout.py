@@ -6,6 +6,7 @@ the archive and the promotion never disagree about them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from tuneloop.config import LoopConfig
@@ -25,15 +26,30 @@ def ledger_path(cfg: LoopConfig) -> Path:
     return cfg.gate.ledger or archive_root(cfg) / "ledger.db"
 
 
+@dataclass(frozen=True)
+class SuiteView:
+    """The suite's revision and every configured slice's item ids, from one read of the file."""
+
+    revision: str
+    slices: dict[str, list[str]]
+
+
+def suite_view(cfg: LoopConfig) -> SuiteView:
+    from tuneloop.suite import load_suite
+    from tuneloop.suite import slice_ids as ids
+
+    suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
+    strat = cfg.suite.stratify_by_tag
+    slices = {
+        name: ids(suite, cfg.suite.slices, name, stratify_by_tag=strat) for name in cfg.suite.slices
+    }
+    return SuiteView(suite.revision, slices)
+
+
 def slice_ids(cfg: LoopConfig, name: str) -> list[str]:
+    """One slice's ids (an unknown name is the suite module's error, naming the slices)."""
     from tuneloop.suite import load_suite
     from tuneloop.suite import slice_ids as ids
 
     suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
     return ids(suite, cfg.suite.slices, name, stratify_by_tag=cfg.suite.stratify_by_tag)
-
-
-def suite_revision(cfg: LoopConfig) -> str:
-    from tuneloop.suite import load_suite
-
-    return load_suite(cfg.suite.path, cfg.suite.default_scorer).revision

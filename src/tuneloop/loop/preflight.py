@@ -37,7 +37,7 @@ from statistics import NormalDist
 from typing import Literal
 
 from tuneloop.config import LoopConfig, read_yaml
-from tuneloop.config.load import _line_map  # the key → line map load_config reports with
+from tuneloop.config.load import line_map  # the key → line map load_config reports with
 from tuneloop.errors import InputError
 from tuneloop.registry import Registry, did_you_mean, scorers, serve_backends, trainers
 from tuneloop.suite import Suite, load_suite, slice_ids
@@ -95,7 +95,7 @@ def _locator(config_path: Path, overrides: list[str] | None) -> Callable[[str], 
         _, node = read_yaml(config_path, "config file")
     except InputError:  # the config loaded a moment ago; without lines the keys still stand
         node = None
-    lines = _line_map(node)
+    lines = line_map(node)
     overridden = {item.partition("=")[0] for item in overrides or []}
 
     def where(key: str) -> str:

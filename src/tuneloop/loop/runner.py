@@ -225,12 +225,11 @@ class Runner:
     def _maybe_new_round(self, decisions: dict[str, Decision]) -> None:
         """A re-run that redoes a finished phase is a new round with its own run id."""
         assert self.state is not None
+        finished = {n for n, rec in self.state.phases.items() if rec.status == "done"}
         redone = [
             f"{name} ({d.reason})"
             for name, d in decisions.items()
-            if d.action == "redo"
-            and self.state.phases.get(name, None) is not None
-            and self.state.phases[name].status == "done"
+            if d.action == "redo" and name in finished
         ]
         if not redone:
             return
