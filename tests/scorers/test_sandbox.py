@@ -18,6 +18,7 @@ import pytest
 
 from tuneloop.registry import scorers
 from tuneloop.scorers.sandbox import Limits, isolation, run_python
+from tuneloop.scorers.sandbox_isolation import KINDS
 
 FAST = Limits(wall_s=4, cpu_s=1, memory_mb=256, file_mb=1, output_bytes=4096, nproc=16)
 KERNEL = pytest.mark.parametrize("kernel", [True, False], ids=["kernel+audit", "audit-only"])
@@ -199,7 +200,7 @@ def _runner(kind: str):
 
     if kind == "default":
         return run_python
-    iso = sandbox._KINDS[kind]
+    iso = KINDS[kind]
     if sandbox._execute("pass", FAST, iso).reason is not None:
         pytest.skip(f"isolation kind {kind!r} does not work here")
     return lambda source, limits: sandbox._execute(source, limits, iso)
@@ -306,7 +307,7 @@ def test_jail_work_folder_is_writable_and_the_rest_read_only() -> None:
 def test_degraded_isolation_is_reported(monkeypatch) -> None:
     from tuneloop.scorers import sandbox
 
-    monkeypatch.setattr(sandbox, "isolation", lambda: sandbox._KINDS["none"])
+    monkeypatch.setattr(sandbox, "isolation", lambda: KINDS["none"])
     result = run_python("print(1)", FAST)
     assert result.stdout == "1\n" and result.isolation == ("audit_hook", "rlimits")
     assert result.warning and "degraded to 'none'" in result.warning

@@ -7,11 +7,20 @@ end with `<|im_end|>`, which is also the generation config's eos — the same sh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+
+from tuneloop.serve.lifecycle import free_port
+
+FAKE_VLLM = Path(__file__).parent / "fake_vllm" / "vllm"
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
@@ -75,3 +84,34 @@ def tiny_engine(tiny_model: Path) -> Iterator[Any]:
     engine = load_engine(tiny_model, max_batch_size=64, batch_wait_ms=20).start()
     yield engine
     engine.close()
+
+
+@pytest.fixture
+def fake_endpoint() -> Iterator[Callable[..., str]]:
+    """Start fake OpenAI servers (the fake `vllm`, answering "42"): `start(model, api_key=None)`
+    serves `model` (requiring `api_key` when given) and returns its base URL ending in /v1."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(model: str, api_key: str | None = None) -> str:
+        port = free_port("127.0.0.1")
+        env = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
+        if api_key is not None:
+            env["VLLM_API_KEY"] = api_key
+        argv = [sys.executable, str(FAKE_VLLM), "serve", model, "--port", str(port)]
+        procs.append(
+            subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        return f"{base}/v1"
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        proc.wait()

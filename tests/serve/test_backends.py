@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import openai
 import pytest
 
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.serve import serving
 from tuneloop.serve.backends import select_options, vllm_argv
-from tuneloop.serve.lifecycle import free_port
 
 FAKE_VLLM = Path(__file__).parent / "fake_vllm" / "vllm"
 KEY = "sk-test-0123456789abcdef"
@@ -115,22 +111,8 @@ def test_vllm_missing_executable_is_an_input_error() -> None:
 
 
 @pytest.fixture
-def external_server(tmp_path: Path) -> Iterator[str]:
-    port = free_port("127.0.0.1")
-    env = {**os.environ, "VLLM_API_KEY": KEY}
-    argv = [sys.executable, str(FAKE_VLLM), "serve", "ext-model", "--port", str(port)]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    yield f"{base}/v1"
-    proc.terminate()
-    proc.wait()
+def external_server(fake_endpoint: Callable[..., str]) -> str:
+    return fake_endpoint("ext-model", api_key=KEY)
 
 
 def test_external_backend_reads_the_key_from_env_and_never_writes_it(

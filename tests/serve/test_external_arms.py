@@ -4,15 +4,10 @@ arms, so post's rows were labelled as the merged checkpoint while querying the s
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from pydantic import ValidationError
 
@@ -20,37 +15,6 @@ from tuneloop.config import LoopConfig
 from tuneloop.config.models import ServeConfig
 from tuneloop.errors import InputError
 from tuneloop.serve import serving
-from tuneloop.serve.lifecycle import free_port
-
-FAKE_VLLM = Path(__file__).parent / "fake_vllm" / "vllm"
-
-
-@pytest.fixture
-def fake_endpoint() -> Iterator[Callable[[str], str]]:
-    """Start fake OpenAI servers (the fake `vllm`, answering "42") serving a named model."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(model: str) -> str:
-        port = free_port("127.0.0.1")
-        env = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
-        argv = [sys.executable, str(FAKE_VLLM), "serve", model, "--port", str(port)]
-        procs.append(
-            subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        )
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        return f"{base}/v1"
-
-    yield start
-    for proc in procs:
-        proc.terminate()
-        proc.wait()
 
 
 def _serve_cfg(**external: Any) -> ServeConfig:

@@ -5,7 +5,8 @@
     result.returncode, result.stdout, result.reason      # 0, "2\n", None
 
 Layers, each of which works without the others:
-- **Namespaces** (probed once, see `isolation()`), as root or, unprivileged, in a user
+- **Namespaces** (probed once, see `isolation()`; the kinds of isolation and the per-run uid
+  slots are in `sandbox_isolation.py`), as root or, unprivileged, in a user
   namespace: `unshare --pid --fork --kill-child --mount --net --ipc` starts
   `sandbox_init.py` as PID 1 of a fresh PID namespace. It builds a file-system jail and
   `pivot_root`s into it: `/usr`, `/bin`, `/lib*`, `/sbin`, `/etc/ld.so.cache` and the Python
@@ -60,7 +61,6 @@ limit is a timer, not `wait(timeout=)`, whose polling sleeps (up to 50 ms) round
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import logging
 import os
@@ -71,18 +71,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+
+from tuneloop.scorers.sandbox_isolation import KINDS, Isolation, run_uid, strongest, warning
+
+__all__ = ["Isolation", "Limits", "SandboxResult", "isolation", "run_python"]
 
 _log = logging.getLogger(__name__)
 _INIT = Path(__file__).with_name("sandbox_init.py")
-_UID_BASE, _UID_SLOTS = 2_000_000_000, 1024
-"""Run uids: high above login users and systemd's container range (524288-1879048191)."""
 # read-only in the jail, besides the Python installation; missing ones are skipped
 _SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache")
-_NS_LAYERS = ("pidns", "mountns", "netns", "ipcns")
 
 
 @dataclass(frozen=True)
@@ -114,23 +113,6 @@ class SandboxResult:
     """Layers in force: pidns, mountns, netns, ipcns, userns, own_uid, audit_hook, rlimits."""
     warning: str | None = None
     """Set when runs were not isolated from each other (no PID namespace): says why."""
-
-
-class Isolation(NamedTuple):
-    kind: str
-    """namespaces (root), user_namespaces, own_uid (root without namespaces) or none."""
-    layers: tuple[str, ...]
-    """Kernel layers this kind gives (see `SandboxResult.isolation`)."""
-    note: str
-    """Why stronger kinds were refused here; empty when none was."""
-
-
-_KINDS = {
-    "namespaces": Isolation("namespaces", (*_NS_LAYERS, "own_uid"), ""),
-    "user_namespaces": Isolation("user_namespaces", ("userns", *_NS_LAYERS), ""),
-    "own_uid": Isolation("own_uid", ("own_uid",), ""),
-    "none": Isolation("none", (), ""),
-}
 
 
 # The guard runs inside the child before the untrusted code. It captures what it needs in
@@ -167,38 +149,30 @@ del _tuneloop_guard, _os, _sys
 """
 
 
+@functools.cache
 def _python() -> str:
     return os.path.realpath(sys.executable)
+
+
+@functools.cache
+def _tool(name: str) -> str:
+    """`name` resolved on PATH once per process (a per-run lookup would scan PATH every run)."""
+    return shutil.which(name) or name
 
 
 @functools.lru_cache(maxsize=1)
 def isolation() -> Isolation:
     """The strongest kind of isolation that works here, probed once per process."""
-    tried = ["namespaces", "user_namespaces", "own_uid"] if os.geteuid() == 0 else []
-    tried = tried or ["user_namespaces"]
-    notes: list[str] = []
-    for kind in tried:
-        probe = _execute("pass", Limits(wall_s=20), _KINDS[kind])
-        if probe.reason is None:
-            found = _KINDS[kind]._replace(note="; ".join(notes))
-            break
-        notes.append(f"{kind}: {(probe.stderr or str(probe.reason)).strip()[-200:]}")
-    else:
-        found = _KINDS["none"]._replace(note="; ".join(notes))
+    found = strongest(_failure)
     if "pidns" not in found.layers:
-        _log.warning("%s", _warning(found))
+        _log.warning("%s", warning(found))
     return found
 
 
-def _warning(iso: Isolation) -> str | None:
-    if "pidns" in iso.layers:
-        return None
-    what = {
-        "own_uid": "runs have their own uid but see the whole readable file system",
-        "none": "runs are NOT isolated from each other, the host's files or leftover processes",
-    }[iso.kind]
-    why = f" ({iso.note})" if iso.note else ""
-    return f"sandbox isolation degraded to '{iso.kind}': {what}{why}"
+def _failure(iso: Isolation) -> str | None:
+    """Why a trivial run under `iso` fails here; None when it works."""
+    probe = _execute("pass", Limits(wall_s=20), iso)
+    return None if probe.reason is None else probe.stderr or str(probe.reason)
 
 
 def _clean_env(home: str) -> dict[str, str]:
@@ -235,29 +209,6 @@ def _read_capped(path: Path, limit: int) -> str:
         return fh.read(limit).decode("utf-8", errors="replace")
 
 
-@contextlib.contextmanager
-def _run_uid(kind: str) -> Iterator[int | None]:
-    """A uid no other run holds now (an flock per slot, shared by all processes here)."""
-    if kind not in ("namespaces", "own_uid"):
-        yield None
-        return
-    slots = Path(tempfile.gettempdir()) / "tuneloop-sandbox-uids"
-    slots.mkdir(mode=0o700, exist_ok=True)
-    for slot in range(_UID_SLOTS):
-        fd = os.open(slots / str(slot), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        try:
-            yield _UID_BASE + slot
-        finally:
-            os.close(fd)
-        return
-    raise OSError(f"all {_UID_SLOTS} sandbox uids are in use")
-
-
 def _live(pgid: int | None = None, uid: int | None = None) -> bool:
     """Whether a non-zombie process is in group `pgid` / owned by `uid` (Linux /proc;
     True elsewhere)."""
@@ -269,12 +220,14 @@ def _live(pgid: int | None = None, uid: int | None = None) -> bool:
             continue
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            owner = entry.stat().st_uid
+            # the owner costs a stat() per process: only when asked (not on every run's
+            # process-group check)
+            owned = uid is not None and entry.stat().st_uid == uid
         except (OSError, IndexError):
             continue
         if fields[0] in ("Z", "X"):
             continue
-        if (pgid is not None and int(fields[2]) == pgid) or (uid is not None and owner == uid):
+        if (pgid is not None and int(fields[2]) == pgid) or owned:
             return True
     return False
 
@@ -295,8 +248,7 @@ def _kill_group(pgid: int) -> None:
 def _kill_uid(uid: int) -> None:
     """SIGKILL every process of `uid` (`setsid()` leftovers of an `own_uid` run): kill(-1)
     sent *as* that uid is atomic against its forks."""
-    setpriv = shutil.which("setpriv") or "setpriv"
-    drop = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    drop = [_tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
     for _ in range(20):
         if not _live(uid=uid):
             return
@@ -330,7 +282,7 @@ def run_python(source: str, limits: Limits = Limits(), *, kernel: bool = True) -
     `kernel=False` skips the namespace/uid layers (tests use it to check the audit hook and
     resource limits on their own).
     """
-    return _execute(source, limits, isolation() if kernel else _KINDS["none"])
+    return _execute(source, limits, isolation() if kernel else KINDS["none"])
 
 
 def _execute(source: str, limits: Limits, iso: Isolation) -> SandboxResult:
@@ -340,7 +292,7 @@ def _execute(source: str, limits: Limits, iso: Isolation) -> SandboxResult:
     # root/: stdout, stderr, status (host side only in a jail); root/box/: what the code sees
     box, work = root / "box", root / "box" / "work"
     try:
-        with _run_uid(iso.kind) as uid:
+        with run_uid(iso.kind) as uid:
             work.mkdir(parents=True)
             for name in ("stdout", "stderr", "status"):
                 os.close(os.open(root / name, os.O_CREAT | os.O_WRONLY, 0o600))
@@ -356,9 +308,9 @@ def _execute(source: str, limits: Limits, iso: Isolation) -> SandboxResult:
         stdout = _read_capped(root / "stdout", limits.output_bytes)
         stderr = stderr_note + _read_capped(root / "stderr", limits.output_bytes)
         reason = "sandbox_error" if stderr_note else _reason(rc, stderr)
-        return SandboxResult(rc, stdout, stderr, reason, layers, _warning(iso))
+        return SandboxResult(rc, stdout, stderr, reason, layers, warning(iso))
     except (OSError, subprocess.SubprocessError) as err:
-        return SandboxResult(None, "", str(err), "sandbox_error", layers, _warning(iso))
+        return SandboxResult(None, "", str(err), "sandbox_error", layers, warning(iso))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -370,22 +322,24 @@ def _command(kind: str, root: Path, uid: int | None) -> list[str]:
         return [*program, str(box / "main.py")]
     if kind == "own_uid":
         drop = [f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-        return [shutil.which("setpriv") or "setpriv", *drop, *program, str(box / "main.py")]
+        return [_tool("setpriv"), *drop, *program, str(box / "main.py")]
     (root / "jail").mkdir()
     spec = [root / "jail", box, box / "work", root / "status", "-" if uid is None else uid]
     init = [str(_INIT), *map(str, spec), _python(), str(box / "main.py")]
-    unshare = [shutil.which("unshare") or "unshare"]
+    unshare = [_tool("unshare")]
     if kind == "user_namespaces":
         unshare.append("--map-root-user")
     unshare += ["--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc"]
     return [*unshare, *program, *init, *_SYSTEM_PATHS, *_python_paths()]
 
 
-def _python_paths() -> list[str]:
-    """Where the interpreter, its libpython and its standard library live."""
+@functools.cache
+def _python_paths() -> tuple[str, ...]:
+    """Where the interpreter, its libpython and its standard library live (fixed for the
+    process, so resolved once rather than on every run)."""
     exe_prefix = os.path.dirname(os.path.dirname(_python()))
     found = {os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix, exe_prefix)}
-    return sorted(p for p in found if p != "/")
+    return tuple(sorted(p for p in found if p != "/"))
 
 
 def _run(

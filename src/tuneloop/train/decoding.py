@@ -91,17 +91,25 @@ def tokenizer_fingerprint(tok: Any) -> str:
     return sha
 
 
+def load_generation_config(model_dir: Path) -> Any:
+    """The checkpoint's GenerationConfig; transformers' defaults when it has no
+    generation_config.json."""
+    from transformers import GenerationConfig
+
+    try:
+        return GenerationConfig.from_pretrained(str(model_dir))
+    except OSError:
+        return GenerationConfig()
+
+
 def read_decoding(model_dir: Path, tok: Any = None) -> DecodingMetadata:
     """Read a checkpoint's decoding metadata (loads the tokenizer unless given, no weights)."""
-    from transformers import AutoTokenizer, GenerationConfig
+    from transformers import AutoTokenizer
 
     model_dir = Path(model_dir)
     if tok is None:
         tok = AutoTokenizer.from_pretrained(str(model_dir))
-    try:
-        gen = GenerationConfig.from_pretrained(str(model_dir))
-    except OSError:  # no generation_config.json: transformers' defaults
-        gen = GenerationConfig()
+    gen = load_generation_config(model_dir)
     settings = {k: v for k, v in gen.to_diff_dict().items() if k not in IGNORED_GENERATION_KEYS}
     eot = end_of_turn_id(tok)
     eos = tok.eos_token_id

@@ -29,7 +29,12 @@ from typing import Any
 
 from tuneloop.records import atomic_write_text
 from tuneloop.train.chat import end_of_turn_id, eos_ids, with_stop_token
-from tuneloop.train.decoding import DecodingComparison, compare_decoding, read_decoding
+from tuneloop.train.decoding import (
+    DecodingComparison,
+    compare_decoding,
+    load_generation_config,
+    read_decoding,
+)
 
 INDEX = "model.safetensors.index.json"
 SMOKE_PROMPT = "What is 2 + 3?"
@@ -124,11 +129,13 @@ def shape_mismatches(model_dir: Path, files: dict[str, str]) -> list[str]:
     return problems
 
 
-def tokenizer_round_trip(model_dir: Path) -> tuple[Any, str]:
-    """(tokenizer, problem or '') after saving, reloading and re-encoding a probe text."""
+def tokenizer_round_trip(model_dir: Path, tok: Any = None) -> tuple[Any, str]:
+    """(tokenizer, problem or '') after saving, reloading and re-encoding a probe text; `tok`
+    is the tokenizer already loaded from `model_dir`, if the caller has it."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    if tok is None:
+        tok = AutoTokenizer.from_pretrained(str(model_dir))
     probe = "What is 37 + 45? Ünïcode ok.\n  spaces\t"
     if getattr(tok, "chat_template", None):
         probe = str(tok.apply_chat_template([{"role": "user", "content": probe}], tokenize=False))
@@ -149,16 +156,11 @@ def stop_token_problem(
 ) -> tuple[bool, str]:
     """Whether the generation config (or the `served` contract, when given) stops on the
     end-of-turn token; repair generation_config.json if `fix`."""
-    from transformers import GenerationConfig
-
     eot = end_of_turn_id(tok)
     if eot is None:
         return False, "cannot determine the chat template's end-of-turn token"
     name = tok.convert_ids_to_tokens(eot)
-    try:
-        gen = GenerationConfig.from_pretrained(str(model_dir))
-    except OSError:
-        gen = GenerationConfig()
+    gen = load_generation_config(model_dir)
     if eot in eos_ids(gen):
         return True, f"eos_token_id includes {name} ({eot})"
     if served is not None and not fix:
@@ -193,9 +195,10 @@ def generation_smoke(
     )
     room = int(getattr(model.config, "max_position_embeddings", 256)) - enc["input_ids"].shape[1]
     limit = max(1, min(128, room))
-    stops = set(eos_ids(model.generation_config)) | ({eot} if eot is not None else set())
     if served is not None:
         stops = set(served)
+    else:
+        stops = set(eos_ids(model.generation_config)) | ({eot} if eot is not None else set())
     with torch.no_grad():
         out = model.generate(
             **enc,
@@ -235,10 +238,12 @@ def doctor(
     *,
     fix_stop_tokens: bool = False,
     stop_token_ids: tuple[int, ...] | None = None,
+    tokenizer: Any = None,
 ) -> DoctorReport:
     """Run every check on `model_dir`; the report's `.ok` is False on any failure.
 
     `stop_token_ids`: the decoding contract the checkpoint is served under (see module doc).
+    `tokenizer`: the one already loaded from `model_dir`, so that it is not read twice.
     """
     from tuneloop.train.common import quiet
 
@@ -261,15 +266,14 @@ def doctor(
     tok_box: list[Any] = []
 
     def tok_check() -> tuple[bool, str]:
-        tok, problem = tokenizer_round_trip(model_dir)
+        tok, problem = tokenizer_round_trip(model_dir, tokenizer)
         tok_box.append(tok)
         return not problem, problem or "save/load round trip identical"
 
     report.checks.append(_guard("tokenizer", tok_check))
     if not tok_box:
         return report
-    tok = tok_box[0]
-    served = stop_token_ids
+    tok, served = tok_box[0], stop_token_ids
     report.checks.append(
         _guard("stop_tokens", lambda: stop_token_problem(model_dir, tok, fix_stop_tokens, served))
     )
@@ -307,23 +311,29 @@ class ArmsReport:
 
 
 def doctor_arms(base: Path, merged: Path) -> ArmsReport:
-    """Check base and merged under the base's decoding contract and compare their metadata."""
+    """Check base and merged under the base's decoding contract and compare their metadata.
+
+    Each tokenizer is loaded once, for the comparison and the doctor's checks alike."""
+    from transformers import AutoTokenizer
+
+    base, merged = Path(base), Path(merged)
+    toks: dict[Path, Any] = {}
+    cmp: DecodingComparison | None = None
     try:
-        cmp: DecodingComparison | None = compare_decoding(
-            read_decoding(Path(base)), read_decoding(Path(merged))
-        )
+        for path in (base, merged):
+            toks[path] = AutoTokenizer.from_pretrained(str(path))
+        cmp = compare_decoding(read_decoding(base, toks[base]), read_decoding(merged, toks[merged]))
     except Exception as err:  # unreadable tokenizer or config: the doctor reports, not crashes
-        cmp = None
         decoding = Check("decoding", False, f"cannot read decoding metadata: {err}")
-    if cmp is not None:
+    else:
         detail = "; ".join(cmp.problems) or "; ".join(cmp.fixed) or "identical"
         if cmp.problems:
             detail = f"the arms would decode differently: {detail}"
         decoding = Check("decoding", not cmp.problems, detail)
     served = cmp.stop_token_ids if cmp is not None else None
     return ArmsReport(
-        base=doctor(base, stop_token_ids=served),
-        merged=doctor(merged, stop_token_ids=served),
+        base=doctor(base, stop_token_ids=served, tokenizer=toks.get(base)),
+        merged=doctor(merged, stop_token_ids=served, tokenizer=toks.get(merged)),
         decoding=decoding,
         comparison=cmp,
     )
