@@ -128,8 +128,10 @@ class Trigger:
                     for lit in folded_sep:
                         if lit in low:
                             return True
-            if regex is not None and any(c in text for c in needs):
-                return regex(text) is not None
+            if regex is not None:
+                for c in needs:  # a plain loop: `any(genexpr)` costs more than the tests
+                    if c in text:
+                        return regex(text) is not None
             return False
 
         return could_match
@@ -183,6 +185,15 @@ def key_literals(keys: tuple[str | None, ...] = ()) -> list[str]:
     """Every spelling of `keys` and of the keys read so far, longest first."""
     values = {k for k in (*keys, *known_keys()) if k}
     return sorted({v for k in values for v in key_variants(k)}, key=len, reverse=True)
+
+
+def secret_rules(keys: tuple[str | None, ...] = ()) -> tuple[list[tuple[str, str]], Trigger]:
+    """("secret", regex) pairs in priority order — every spelling of `keys` and of the keys
+    read so far, then `SECRET_PATTERNS` — and the trigger that holds wherever one could match.
+    Shared by `Redactor` and the data phase's `Scrubber`."""
+    literals = key_literals(keys)
+    patterns = [("secret", rx) for rx in [*map(re.escape, literals), *SECRET_PATTERNS]]
+    return patterns, Trigger(literals=tuple(literals)) + SECRET_TRIGGER
 
 
 _CLEAN_CHARS, _CLEAN_MAX = 80, 1 << 16
@@ -252,10 +263,7 @@ class Redactor:
     """
 
     def __init__(self, keys: tuple[str | None, ...] = (), replacement: str = "<{kind}>") -> None:
-        literals = key_literals(keys)
-        patterns = [("secret", rx) for rx in [*map(re.escape, literals), *SECRET_PATTERNS]]
-        trigger = Trigger(literals=tuple(literals)) + SECRET_TRIGGER
-        self.patterns = PatternSet(patterns, trigger, replacement)
+        self.patterns = PatternSet(*secret_rules(keys), replacement)
 
     def text(self, text: str) -> str:
         return self.patterns.text(text)

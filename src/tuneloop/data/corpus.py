@@ -19,7 +19,6 @@ scrub counts, the per-suite decontamination report and the output hashes.
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from tuneloop.data import bands as bands_mod
 from tuneloop.data.corpus_config import CorpusConfig, load_corpus_config
 from tuneloop.data.decontam import RowText, SuiteIndex, build_index, find_contaminated, group_hits
 from tuneloop.data.dedup import LshParams, exact_duplicates, exact_key, near_duplicates
-from tuneloop.data.files import jsonl_bytes, write_files
+from tuneloop.data.files import json_bytes, jsonl_bytes, write_files
 from tuneloop.data.ingest import ingest_files
 from tuneloop.data.rows import Row, preference_pairs, to_row
 from tuneloop.data.scrub import Scrubber, ScrubRules
@@ -305,7 +304,7 @@ def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> Co
     provenance = scrub(provenance)
     provenance["scrubbed"] = dict(sorted(b.scrubber.counts.items()))
     prov = out_dir / PROVENANCE_FILE
-    files[prov] = (json.dumps(provenance, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    files[prov] = json_bytes(provenance)
     write_files(files)
     if pref is None and (out_dir / PREF_FILE).exists():
         (out_dir / PREF_FILE).unlink()  # a stale file from an earlier build would mislead

@@ -11,6 +11,7 @@ what is wrong in words ("disk is full"), instead of an OSError traceback.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -77,6 +78,9 @@ def _remove(temps: list[tuple[Path, Path]]) -> None:
 
 def jsonl_bytes(rows: list[dict[str, object]]) -> bytes:
     """Rows as JSONL (one JSON object per line, UTF-8), as `records.write_jsonl` writes them."""
-    import json
-
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+
+def json_bytes(obj: object) -> bytes:
+    """One JSON document (indented, UTF-8), as `records.write_json` writes it."""
+    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

@@ -19,22 +19,16 @@ positives for a default; add patterns through `extra_patterns`).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
 from tuneloop.data.trace import Trace
-from tuneloop.envkeys import (
-    SECRET_PATTERNS,
-    SECRET_TRIGGER,
-    PatternSet,
-    Trigger,
-    key_literals,
-)
+from tuneloop.envkeys import PatternSet, Trigger, secret_rules
 from tuneloop.envkeys import redact_value as _redact_value
 
 EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
@@ -60,19 +54,6 @@ class ScrubRules:
     known_keys: tuple[str, ...] = ()
     """Key values to redact wherever they appear (besides those read with `read_api_key`)."""
 
-    def compiled(self) -> list[tuple[str, str]]:
-        """(kind, regex) pairs in priority order."""
-        out: list[tuple[str, str]] = []
-        if self.secrets:  # first: a key can contain an '@' or digits that look like an IP
-            literals = map(re.escape, key_literals(self.known_keys))
-            out += [("secret", rx) for rx in [*literals, *SECRET_PATTERNS]]
-        if self.emails:
-            out.append(("email", EMAIL.pattern))
-        if self.ips:
-            out += [("ip", IPV4.pattern), ("ip", IPV6.pattern)]
-        out += list(self.extra_patterns.items())
-        return out
-
 
 class Scrubber:
     """Applies `ScrubRules` to text and traces, counting replacements by kind.
@@ -84,7 +65,7 @@ class Scrubber:
 
     def __init__(self, rules: ScrubRules | None = None) -> None:
         self.rules = rules or ScrubRules()
-        self._set = PatternSet(self.rules.compiled(), _trigger(self.rules), self.rules.replacement)
+        self._set = _pattern_set(self.rules)
         self.counts: Counter[str] = self._set.counts
 
     def text(self, text: str) -> str:
@@ -105,40 +86,50 @@ class Scrubber:
         return trace
 
     def _model(self, model: BaseModel) -> None:
-        for name in type(model).model_fields:
+        # The hot path of the corpus build (every field of every trace): strings, the common
+        # case, are tested first and go straight to the pattern set.
+        text = self._set.text
+        for name in _field_names(type(model)):
             old = getattr(model, name)
-            if isinstance(old, BaseModel):
+            if isinstance(old, str):
+                new = text(old)
+            elif old is None or isinstance(old, (bool, int, float)):
+                continue
+            elif isinstance(old, BaseModel):
                 self._model(old)
                 continue
-            if isinstance(old, list) and old and isinstance(old[0], BaseModel):
+            elif isinstance(old, list) and old and isinstance(old[0], BaseModel):
                 for item in old:
                     self._model(item)
                 continue
-            if old is None or isinstance(old, (bool, int, float)):
-                continue
-            new = _redact_value(old, self._set.text)
+            else:
+                new = _redact_value(old, text)
             if new is not old:
                 setattr(model, name, new)
 
 
-def _trigger(rules: ScrubRules) -> Trigger | None:
-    """A cheap test that any enabled pattern could match (None: always scan)."""
-    if rules.extra_patterns:
-        return None
+@functools.cache
+def _field_names(cls: type[BaseModel]) -> tuple[str, ...]:
+    """A model class's field names (`model_fields` is a property that costs a call each time)."""
+    return tuple(cls.model_fields)
+
+
+def _pattern_set(rules: ScrubRules) -> PatternSet:
+    """The enabled patterns in priority order, each kind with its cheap trigger."""
+    patterns: list[tuple[str, str]] = []
     trigger = Trigger()
-    if rules.secrets:
-        trigger += Trigger(literals=tuple(key_literals(rules.known_keys))) + SECRET_TRIGGER
+    if rules.secrets:  # first: a key can contain an '@' or digits that look like an IP
+        secret_patterns, secret_trigger = secret_rules(rules.known_keys)
+        patterns += secret_patterns
+        trigger += secret_trigger
     if rules.emails:
+        patterns.append(("email", EMAIL.pattern))
         trigger += Trigger(literals=("@",))
     if rules.ips:
+        patterns += [("ip", IPV4.pattern), ("ip", IPV6.pattern)]
         # not `\d:\d` or one `\d.\d`: every timestamp has those
         ip = r"\d\.\d{1,3}\.\d{1,3}\.\d|::|(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]"
         trigger += Trigger(regex=ip, regex_needs=(".", ":"))
-    return trigger
-
-
-def scrub_json_rows(
-    rows: list[dict[str, Any]], scrub: Callable[[Any], Any]
-) -> list[dict[str, Any]]:
-    """Scrub a list of JSON rows (rejects, report lines) with a scrubber's `value`."""
-    return [scrub(r) for r in rows]
+    patterns += list(rules.extra_patterns.items())
+    # an extra pattern may match anything the trigger does not know of: scan every string
+    return PatternSet(patterns, None if rules.extra_patterns else trigger, rules.replacement)

@@ -3,7 +3,8 @@
     from tuneloop.evaluate import EvalSettings, evaluate
 
 See `runner.py` (the runner, resume), `client.py` (HTTP and retries), `plan.py` (seeds,
-payloads, resume checks) and `command.py` (`tuneloop eval`).
+payloads, resume checks), `redact.py` (the API key out of what is stored or raised) and
+`command.py` (`tuneloop eval`).
 """
 
 from tuneloop.evaluate.runner import EvalSettings, evaluate

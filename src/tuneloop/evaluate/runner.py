@@ -21,6 +21,7 @@ finished while the previous append was in flight, so a fast server is not thrott
 disk's fsync rate, and a crash still loses only rows that finished in the last few ms.
 Built-in text scorers run inline on the event loop (microseconds); other scorers, such as the
 sandboxed `python_tests`, run in worker threads so they never stall the requests in flight.
+The API key is redacted from every row, summary and error on its way out (`redact.py`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Coroutine, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,14 +53,8 @@ from tuneloop.evaluate.plan import (
     totals,
 )
 from tuneloop.evaluate.progress import EvalProgress
-from tuneloop.records import (
-    append_jsonl,
-    parse_record,
-    read_record,
-    repair_jsonl_tail,
-    write_json,
-    write_jsonl,
-)
+from tuneloop.evaluate.redact import as_stored, redacted_errors, stored
+from tuneloop.records import append_jsonl, read_record, repair_jsonl_tail, write_json, write_jsonl
 from tuneloop.registry import scorers
 from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE, EvalSummary, SampleRow, SamplingParams
 from tuneloop.scorers.base import ScoreFn
@@ -105,15 +99,15 @@ class _Run:
     samples: Path
     settings: EvalSettings
     served_model: str
+    redactor: Redactor
+    """Applied to every row and summary as it is written (see `redact.py`)."""
     rows: dict[Key, SampleRow] = field(default_factory=dict)
     errors: dict[Key, str] = field(default_factory=dict)
     scorer_fns: dict[str, ScoreFn] = field(default_factory=dict)
-    redactor: Redactor = field(default_factory=Redactor)
-    """Applied to every row and summary as it is written (see `evaluate`)."""
 
     def stored(self, record: SampleRow | EvalSummary) -> dict[str, Any]:
         """The record as it is written: redacted."""
-        return self.redactor.value(record.to_json())  # type: ignore[no-any-return]
+        return stored(self.redactor, record)
 
 
 def evaluate(
@@ -138,7 +132,7 @@ def evaluate(
     `Authorization` header in error bodies, and models repeat what they are shown.
     """
     redactor = Redactor((api_key,))
-    with _redacted_errors(redactor):
+    with redacted_errors(redactor):
         _check_settings(settings)
         suite = load_suite(Path(suite_path), default_scorer)
         ids = [i.id for i in suite.items]
@@ -165,10 +159,8 @@ def evaluate(
             ),
             started_at=_now(),
         )
-        run = _Run(
-            {i: by_id[i] for i in ids}, summary, Path(out_dir) / SAMPLES_FILE, settings, model
-        )
-        run.redactor = redactor
+        items = {i: by_id[i] for i in ids}
+        run = _Run(items, summary, Path(out_dir) / SAMPLES_FILE, settings, model, redactor)
         lines, prior_retries = _prepare(run, Path(out_dir))
         write_json(Path(out_dir) / SUMMARY_FILE, run.stored(summary))  # pins settings for a resume
         started = time.perf_counter()
@@ -182,17 +174,6 @@ def evaluate(
                 f"last error: {last}). Is the server running? Rerun with the same --out to resume."
             )
         return final
-
-
-@contextmanager
-def _redacted_errors(redactor: Redactor) -> Iterator[None]:
-    """Redact the message of any exception leaving the block: whatever is printed (our
-    one-line errors or a traceback) must not show the key."""
-    try:
-        yield
-    except Exception as err:
-        err.args = tuple(redactor.value(list(err.args)))
-        raise
 
 
 def _run_loop(coro: Coroutine[Any, Any, T]) -> T:
@@ -234,13 +215,13 @@ def _prepare(run: _Run, out_dir: Path) -> tuple[int, int]:
     old_summary = out_dir / SUMMARY_FILE
     prior_retries = 0
     # the log holds redacted values: compare it with this eval as it would be stored
-    as_stored = parse_record(run.stored(run.summary), EvalSummary, str(old_summary))
+    this = as_stored(run.redactor, run.summary, str(old_summary))
     if old_summary.exists():
         old = read_record(old_summary, EvalSummary)
-        check_resumable(old, as_stored, old_summary)
+        check_resumable(old, this, old_summary)
         prior_retries = old.retries
     repair_jsonl_tail(run.samples)
-    rows, lines = read_existing_rows(run.samples, as_stored, run.settings.seed)
+    rows, lines = read_existing_rows(run.samples, this, run.settings.seed)
     run.rows = {k: r for k, r in rows.items() if r.status != "missing"}
     return lines, prior_retries
 
