@@ -1,4 +1,8 @@
-"""Archive: a copy with a manifest; verify detects a single flipped byte anywhere."""
+"""Archive: a copy with a manifest; verify detects a single flipped byte anywhere.
+
+The archive takes plain inputs (a folder, paths, a config dict, the run state); the loop's
+`handover.archive_recipe` says which config keys name what a re-run needs.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,36 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tuneloop.archive import archive_run, verify_archive
+from tuneloop.archive import ArchiveInput, Recipe, archive_run, read_manifest, verify_archive
 from tuneloop.config import LoopConfig
+from tuneloop.errors import InputError, PhaseFailed
+from tuneloop.loop.handover import archive_recipe
+from tuneloop.loop.state import PhaseRecord, RunState
+
+SKIP = (".lock", "archive", "quarantine")
+
+
+def _state(run_id: str = "r1") -> RunState:
+    report = PhaseRecord(
+        phase="report", status="done", fingerprint="f", inputs={"x": "1"}, outputs={"o": "2"}
+    )
+    failed = PhaseRecord(phase="gate", status="failed", fingerprint="g")
+    return RunState(
+        run_id=run_id,
+        config_path="loop.yaml",
+        created_at="t",
+        phases={"report": report, "gate": failed},
+    )
+
+
+def _cfg(tmp_path: Path) -> LoopConfig:
+    return LoopConfig.model_validate(
+        {
+            "base_model": str(tmp_path / "model"),
+            "suite": {"path": str(tmp_path / "suite.jsonl")},
+            "workdir": str(tmp_path / "work"),
+        }
+    )
 
 
 @pytest.fixture()
@@ -22,31 +54,50 @@ def archived(tmp_path: Path) -> Path:
     (work / "report" / "delta.json").write_text('{"delta": 0.25}')
     (work / "eval_pre").mkdir()
     (work / "eval_pre" / "samples.jsonl").write_text('{"score": 1}\n' * 50)
-    state = {
-        "schema": "tuneloop.run_state/1",
-        "run_id": "r1",
-        "phases": {"report": {"status": "done", "inputs": {"x": "1"}, "outputs": {"o": "2"}}},
-    }
-    (work / "state.json").write_text(json.dumps(state))
-    cfg = LoopConfig.model_validate(
-        {
-            "base_model": str(tmp_path / "model"),
-            "suite": {"path": str(tmp_path / "suite.jsonl")},
-            "workdir": str(work),
-        }
-    )
+    (work / ".lock").write_text("123")
+    (work / "quarantine" / "old").mkdir(parents=True)
+    (work / "quarantine" / "old" / "x.json").write_text("{}")
+    (work / "archive").mkdir()  # the archive phase's own folder
+    # a folder named like a skipped entry, deeper down, is part of the run
+    (work / "report" / "archive").mkdir()
+    (work / "report" / "archive" / "kept.txt").write_text("kept")
     target = tmp_path / "archive" / "r1"
-    archive_run(work, target, cfg)
+    archive_run(
+        work,
+        target,
+        _state(),
+        archive_recipe(_cfg(tmp_path)),
+        base_model_sha256="b" * 64,
+        skip=SKIP,
+    )
     return target
 
 
 def test_fresh_archive_verifies(archived: Path) -> None:
     assert verify_archive(archived) == []
     manifest = json.loads((archived / "manifest.json").read_text())
+    assert manifest["schema"] == "tuneloop.manifest/1"
+    assert list(manifest) == [
+        "schema",
+        "run_id",
+        "config",
+        "code_version",
+        "provenance",
+        "timings_s",
+        "lineage",
+        "external_inputs",
+        "base_model_sha256",
+        "files",
+    ]
     paths = {f["path"] for f in manifest["files"]}
     assert {"run/report/delta.json", "inputs/suite.jsonl", "inputs/base_model/config.json"} <= paths
-    assert manifest["lineage"][0]["phase"] == "report"
+    assert "run/report/archive/kept.txt" in paths  # only the top-level entries are skipped
+    assert not any(p.startswith(("run/quarantine", "run/archive", "run/.lock")) for p in paths)
+    assert manifest["lineage"] == [{"phase": "report", "inputs": {"x": "1"}, "outputs": {"o": "2"}}]
+    assert manifest["timings_s"] == {"report": None, "gate": None}
     assert manifest["provenance"]["packages"]["pydantic"]
+    assert manifest["base_model_sha256"] == "b" * 64
+    assert read_manifest(archived).run_id == "r1"
 
 
 def test_reproduce_config_points_at_copies(archived: Path) -> None:
@@ -54,6 +105,42 @@ def test_reproduce_config_points_at_copies(archived: Path) -> None:
     assert cfg["base_model"] == "base_model"
     assert cfg["suite"]["path"] == "suite.jsonl"
     assert cfg["workdir"] == "../../reproduce/r1/work"
+    assert cfg["archive"]["root"] == "../../reproduce/r1/archive"
+    assert cfg["gate"]["ledger"] == "../../reproduce/r1/ledger.db"
+    manifest = read_manifest(archived)
+    assert manifest.config["suite"]["path"].endswith("suite.jsonl")  # the original, as run
+    assert manifest.config["suite"]["path"] != "suite.jsonl"
+
+
+def test_plain_inputs_and_a_large_input_recorded_not_copied(tmp_path: Path) -> None:
+    """No LoopConfig: a folder, a dict, paths; an input over its size limit is only recorded."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "out.txt").write_text("result")
+    (tmp_path / "data.jsonl").write_text("{}\n")
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "w.bin").write_bytes(b"\0" * 2048)
+    recipe = Recipe(
+        config={"data": {"file": str(tmp_path / "data.jsonl")}, "model": str(tmp_path / "big")},
+        inputs=(
+            ArchiveInput("data.file", tmp_path / "data.jsonl", "data.jsonl"),
+            ArchiveInput("model", tmp_path / "big", "model", max_copy_mb=0.001),
+        ),
+        outputs={"out": "work"},
+        notes={"why": "a caveat"},
+    )
+    target = tmp_path / "arch" / "r9"
+    archive_run(tmp_path / "run", target, _state("r9"), recipe, base_model_sha256="c" * 64)
+    assert verify_archive(target) == []
+    again = yaml.safe_load((target / "inputs" / "loop.yaml").read_text())
+    assert again == {
+        "data": {"file": "data.jsonl"},
+        "model": str(tmp_path / "big"),
+        "out": again["out"],
+    }
+    assert again["out"] == "../../reproduce/r9/work"
+    assert not (target / "inputs" / "model").exists()
+    external = read_manifest(target).external_inputs
+    assert external == {"why": "a caveat", "model": {"path": str(tmp_path / "big"), "size_mb": 0.0}}
 
 
 def _all_files(root: Path) -> list[Path]:
@@ -84,6 +171,16 @@ def test_missing_and_extra_files_are_reported(archived: Path) -> None:
     assert "run/stray.txt: not in the manifest" in problems
 
 
+def test_a_manifest_of_another_kind_is_a_problem_named(archived: Path) -> None:
+    manifest = archived / "manifest.json"
+    manifest.write_text(json.dumps({"schema": "tuneloop.manifest/2", "files": []}))
+    problems = verify_archive(archived)
+    assert any("newer than this tuneloop reads" in p for p in problems)
+    (archived / "manifest.json").unlink()
+    with pytest.raises(InputError, match="no manifest.json"):
+        verify_archive(archived)
+
+
 def test_links_are_refused_by_verify(archived: Path, tmp_path: Path) -> None:
     """Defect 13: verify accepted a symlink pointing out of the archive."""
     outside = tmp_path / "secret.txt"
@@ -98,21 +195,27 @@ def test_links_are_refused_by_verify(archived: Path, tmp_path: Path) -> None:
 
 
 def test_an_existing_archive_is_never_overwritten(archived: Path, tmp_path: Path) -> None:
-    from tuneloop.errors import PhaseFailed
-
-    cfg = LoopConfig.model_validate(
-        {
-            "base_model": str(tmp_path / "model"),
-            "suite": {"path": str(tmp_path / "suite.jsonl")},
-            "workdir": str(tmp_path / "work"),
-        }
-    )
-    before = (archived / "manifest.json").read_bytes()
+    recipe = archive_recipe(_cfg(tmp_path))
+    work, before = tmp_path / "work", (archived / "manifest.json").read_bytes()
     # the same run again (a resume after the rename): accepted as it is
-    archive_run(tmp_path / "work", archived, cfg)
+    archive_run(work, archived, _state(), recipe, base_model_sha256="b" * 64, skip=SKIP)
     assert (archived / "manifest.json").read_bytes() == before
-    # another run under the same name, or an archive that no longer verifies: refused
+    # another run under the same name: refused
+    with pytest.raises(PhaseFailed, match="holds run 'r1'"):
+        archive_run(work, archived, _state("r2"), recipe, base_model_sha256="b" * 64)
+    # an archive that no longer verifies: refused, and left as it is
     (archived / "run" / "report" / "delta.json").write_text('{"delta": 0.99}')
     with pytest.raises(PhaseFailed, match="never overwritten"):
-        archive_run(tmp_path / "work", archived, cfg)
+        archive_run(work, archived, _state(), recipe, base_model_sha256="b" * 64, skip=SKIP)
     assert (archived / "run" / "report" / "delta.json").read_text() == '{"delta": 0.99}'
+
+
+def test_archive_knows_nothing_of_the_loop() -> None:
+    """Plain inputs: the archive package imports neither the config models nor the loop."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "src" / "tuneloop" / "archive"
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith(("tuneloop.loop", "tuneloop.config")), path

@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import tuneloop.records as records
 from tuneloop.errors import InputError
 from tuneloop.records import (
+    RECORDS,
     Record,
     append_jsonl,
     atomic_write_text,
     iter_jsonl,
     read_record,
+    read_record_if_exists,
+    record_classes,
     repair_jsonl_tail,
     sha256_tree,
     write_record,
 )
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "tuneloop"
 
 
 class Thing(Record):
@@ -53,7 +62,7 @@ def test_atomic_write_leaves_no_temp_on_failure(tmp_path: Path, monkeypatch) -> 
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr("tuneloop.records.os.replace", boom)
+    monkeypatch.setattr("tuneloop.records.disk.os.replace", boom)
     with pytest.raises(OSError):
         atomic_write_text(p, "new")
     assert p.read_text() == "old"
@@ -87,3 +96,52 @@ def test_tree_hash_sees_names_and_contents(tmp_path: Path) -> None:
     h2 = sha256_tree(tmp_path)
     (tmp_path / "a").rename(tmp_path / "b")
     assert len({h1, h2, sha256_tree(tmp_path)}) == 3
+
+
+def test_missing_record_is_none_only_when_absent(tmp_path: Path) -> None:
+    assert read_record_if_exists(tmp_path / "none.json", Thing) is None
+    (tmp_path / "t.json").write_text(json.dumps({"schema": "tuneloop.other/1"}))
+    with pytest.raises(InputError, match="expected 'tuneloop.thing/2'"):
+        read_record_if_exists(tmp_path / "t.json", Thing)
+
+
+def _record_classes_in_src() -> dict[str, str]:
+    """Every `class X(Record)` in src/, as class name → module."""
+    found = {}
+    for path in SRC.rglob("*.py"):
+        module = ".".join(("tuneloop", *path.relative_to(SRC).with_suffix("").parts))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(b, ast.Name) and b.id == "Record" for b in node.bases
+            ):
+                found[node.name] = module
+    return found
+
+
+def test_every_record_class_is_in_the_catalogue() -> None:
+    """One place to find every schema: a new Record subclass must be listed in catalog.py."""
+    in_src = _record_classes_in_src()
+    listed = {name: module for name, (module, _) in RECORDS.items()}
+    assert in_src == listed
+
+
+def test_catalogued_records_load_with_distinct_schemas() -> None:
+    classes = record_classes()
+    assert len(classes) == len(RECORDS)  # no two records share a kind
+    for schema, cls in classes.items():
+        assert schema == f"tuneloop.{cls.KIND}/{cls.VERSION}"
+        assert getattr(records, cls.__name__) is cls  # reachable as tuneloop.records.<Class>
+    with pytest.raises(AttributeError):
+        records.NoSuchRecord  # noqa: B018
+
+
+def test_records_package_imports_no_phase() -> None:
+    """Core: importing tuneloop.records loads no phase (they are catalogued by module path)."""
+    code = (
+        "import sys, tuneloop.records; "
+        "print([m for m in sys.modules if m.startswith(('tuneloop.loop', 'tuneloop.gate', "
+        "'tuneloop.report', 'tuneloop.train', 'tuneloop.data', 'tuneloop.evaluate', "
+        "'tuneloop.archive', 'tuneloop.serve', 'tuneloop.stats'))])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

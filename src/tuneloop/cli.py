@@ -39,7 +39,7 @@ COMMANDS: dict[str, str] = {
 }
 GROUPS: dict[str, str] = {
     "corpus": "tuneloop.data.command:corpus_app",
-    "archive": "tuneloop.archive:archive_app",
+    "archive": "tuneloop.archive.command:archive_app",
     "ledger": "tuneloop.gate.command:ledger_app",
 }
 

@@ -92,10 +92,11 @@ def build(
 ) -> None:
     """Ingest, scrub, filter, dedup, decontaminate, band, shuffle → SFT (+ preference) JSONL."""
     from tuneloop.data.corpus import build_corpus, load_corpus_config
+    from tuneloop.records import CorpusProvenance, read_record
 
     out_dir = out or load_corpus_config(config).out_dir
     result = build_corpus(config, out_dir)
-    prov = json.loads(result.provenance_path.read_text())
+    prov = read_record(result.provenance_path, CorpusProvenance).to_json()
     typer.echo("  ".join(f"{k}: {v}" for k, v in result.counts.items()))
     for suite in prov["decontamination"]:
         typer.echo(f"decontamination {suite['suite']}: {suite['rows_removed']} row(s) removed")

@@ -25,7 +25,7 @@ from tuneloop.loop.integrity import (
     seal_round,
 )
 from tuneloop.loop.layout import archive_dir, ledger_path, slice_ids
-from tuneloop.records import read_json, write_json, write_record
+from tuneloop.records import read_record, write_json, write_record
 
 MERGED = "merge:merge/model"
 """The input key of the merged model (upstream phase `merge`, output `merge/model`)."""
@@ -234,9 +234,10 @@ def report_item_ids(cfg: LoopConfig, evaluated: list[str]) -> list[str]:
 
 def run_report(ctx: PhaseContext) -> None:
     from tuneloop.report import compare
+    from tuneloop.samplelog import SUMMARY_FILE, EvalSummary
 
     pre, post = ctx.upstream["eval_pre"], ctx.upstream["eval_post"]
-    evaluated = read_json(pre / "summary.json")["item_ids"]
+    evaluated = read_record(pre / SUMMARY_FILE, EvalSummary).item_ids
     compare(
         pre,
         post,
@@ -283,19 +284,34 @@ def run_gate(ctx: PhaseContext) -> None:
 
 
 def run_capstone(ctx: PhaseContext) -> None:
-    from tuneloop.loop.capstone import write_capstone
+    from tuneloop.loop.handover import capstone_inputs
+    from tuneloop.loop.state import RunState
+    from tuneloop.report.capstone import write_capstone
 
-    if ctx.cfg.gate.enabled:
-        check_verdict_matches(ctx.workdir)
-    write_capstone(ctx.cfg, ctx.workdir, ctx.upstream, ctx.folder / "report.md")
+    verdict = check_verdict_matches(ctx.workdir) if ctx.cfg.gate.enabled else None
+    state = read_record(ctx.workdir / "state.json", RunState)
+    inputs = capstone_inputs(ctx.cfg, ctx.upstream, state)
+    write_capstone(ctx.folder / "report.md", ctx.cfg, state, inputs, verdict)
 
 
 def run_archive(ctx: PhaseContext) -> None:
     from tuneloop.archive import Archived, archive_run
+    from tuneloop.loop.handover import archive_recipe, not_archived, recorded_hash
+    from tuneloop.loop.state import RunState
+    from tuneloop.records import sha256_path
 
     # capstone (upstream) has checked that the verdict judged this workdir's logs
     target = archive_dir(ctx.cfg, ctx.run_id)
-    manifest = archive_run(ctx.workdir, target, ctx.cfg)
+    state = read_record(ctx.workdir / "state.json", RunState)
+    base = recorded_hash(state, "eval_pre", "base_model") or sha256_path(ctx.cfg.base_model)
+    manifest = archive_run(
+        ctx.workdir,
+        target,
+        state,
+        archive_recipe(ctx.cfg),
+        base_model_sha256=base,
+        skip=not_archived(ctx.folder),
+    )
     record = Archived(path=str(target), manifest_sha256=manifest, run_id=ctx.run_id)
     write_record(ctx.folder / "archived.json", record)
     ctx.notes["archive"] = str(target)

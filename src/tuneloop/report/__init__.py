@@ -1,4 +1,4 @@
-"""The report phase: the paired delta report of two sample logs.
+"""The report phase: the paired delta report of two sample logs, and the round's capstone.
 
     tuneloop compare PRE_LOG POST_LOG --out DIR   # delta.json, delta.md, passk.png, items.png
     tuneloop power --pilot LOG [--effect 0.03]    # items needed, or the MDE
@@ -7,6 +7,8 @@ From Python (the loop's report phase): `compare(pre_log, post_log, out_dir, ...)
 writes files; `compute_delta((summary, rows), (summary, rows), ...)` is the pure core. Both
 are imported lazily so that importing this package (e.g. for the CLI's help) stays cheap.
 Statistics come from `tuneloop.stats`; this package only lays out data and writes files.
+`write_capstone` (`capstone.py`) writes the loop's one-page `report.md` from the round's
+artifacts, read typed.
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tuneloop.report.build import compare
+    from tuneloop.report.capstone import write_capstone
     from tuneloop.report.delta import compute_delta
     from tuneloop.report.record import DeltaReport
 
-__all__ = ["DeltaReport", "compare", "compute_delta"]
+__all__ = ["DeltaReport", "compare", "compute_delta", "write_capstone"]
 
 _LAZY = {
     "compare": "tuneloop.report.build",
     "compute_delta": "tuneloop.report.delta",
     "DeltaReport": "tuneloop.report.record",
+    "write_capstone": "tuneloop.report.capstone",
 }
 
 

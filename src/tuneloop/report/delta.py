@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtri
@@ -30,7 +30,6 @@ from tuneloop.report.record import (
     ArmSummary,
     DeltaReport,
     DeltaSettings,
-    Flips,
     PassKBand,
     PassKCurves,
     TagDelta,
@@ -269,7 +268,7 @@ def delta_from_items(paired: PairedItems, s: Settings, items_restricted: bool) -
         d_z=_finite(stats.cohens_dz(d)),
         sd_diff=_finite(sd),
         mde=_finite(mde),
-        flips=Flips(threshold=stats.RIGHT_THRESHOLD, **asdict(flips)),
+        flips=flips,
         per_tag=tag_deltas(paired, s),
         passk=passk_curves(paired, s),
         settings=DeltaSettings(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from tuneloop.records import Record
+from tuneloop.stats.paired import FlipCounts
 
 
 class _Part(BaseModel):
@@ -43,27 +44,6 @@ class ArmSummary(_Part):
     length_share: float | None = None
     """Share of the completions that hit max_tokens (finish_reason `length`); truncation is
     the usual hidden confound of a Δ. None when the arm has no completion."""
-
-
-class Flips(_Part):
-    """How items moved. "Right" means item score ≥ `threshold` (a majority of samples pass)."""
-
-    threshold: float
-    """Item score at or above which an item counts as right."""
-    wrong_to_right: int
-    """Items wrong before and right after."""
-    right_to_wrong: int
-    """Items right before and wrong after."""
-    both_right: int
-    """Items right in both arms."""
-    both_wrong: int
-    """Items wrong in both arms."""
-    improved: int
-    """Items whose score rose by any amount (the sign test's wins)."""
-    worsened: int
-    """Items whose score fell by any amount (the sign test's losses)."""
-    unchanged: int
-    """Items with identical scores (ties; left out of the sign test)."""
 
 
 class TagDelta(_Part):
@@ -174,8 +154,8 @@ class DeltaReport(Record):
     mde: float | None
     """Minimum detectable effect for this many items: two-sided α = 1 − confidence at
     `settings.mde_power`, from sd_diff (Miller 2024). None when sd_diff is undefined."""
-    flips: Flips
-    """Item flips between the arms."""
+    flips: FlipCounts
+    """Item flips between the arms ("right" = item score ≥ `flips.threshold`)."""
     per_tag: list[TagDelta]
     """The comparison per item tag, sorted by tag."""
     passk: PassKCurves

@@ -65,12 +65,21 @@ def cohens_dz(diffs: ArrayLike) -> float:
 
 @dataclass(frozen=True)
 class FlipCounts:
-    """How items moved between the arms, with "right" meaning item score ≥ threshold."""
+    """How items moved between the arms, with "right" meaning item score ≥ threshold.
 
+    Also the `flips` part of the delta report (`delta.json`): one definition for both.
+    """
+
+    threshold: float
+    """Item score at or above which an item counts as right."""
     wrong_to_right: int
+    """Items wrong before and right after."""
     right_to_wrong: int
+    """Items right before and wrong after."""
     both_right: int
+    """Items right in both arms."""
     both_wrong: int
+    """Items wrong in both arms."""
     improved: int
     """Items whose score rose (any amount): the sign test's wins."""
     worsened: int
@@ -87,6 +96,7 @@ def flip_counts(pre: ArrayLike, post: ArrayLike, threshold: float = RIGHT_THRESH
         raise ValueError("pre and post must be 1-D and of the same length")
     ra, rb = a >= threshold, b >= threshold
     return FlipCounts(
+        threshold=float(threshold),
         wrong_to_right=int(np.sum(~ra & rb)),
         right_to_wrong=int(np.sum(ra & ~rb)),
         both_right=int(np.sum(ra & rb)),

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.errors import InputError
-from tuneloop.records import Record, read_json, read_record, sha256_tree, write_record
+from tuneloop.records import Record, read_record, sha256_tree, write_record
 from tuneloop.train.chat import end_of_turn_id, with_stop_token
+from tuneloop.train.settings import TrainRunRecord
 
 LINEAGE_FILE = "lineage.json"
 
@@ -66,7 +67,7 @@ def check_inputs(base: Path, adapter: Path | None) -> None:
         )
     settings = adapter / "train_settings.json"
     if settings.is_file():
-        trained_on = read_json(settings).get("base_model_sha256")
+        trained_on = read_record(settings, TrainRunRecord).base_model_sha256
         if trained_on and trained_on != sha256_tree(base):
             raise InputError(
                 f"{settings}: the adapter was trained on a different base "

@@ -1,11 +1,10 @@
-"""Versioned artifact records and the file I/O every phase shares.
+"""Atomic files, JSON and JSONL, and hashing: the file I/O every phase shares.
 
-Phases talk to each other only through files on disk. Each JSON artifact carries
-`"schema": "tuneloop.<kind>/<n>"`; readers refuse a record of another kind or a newer
-version with an error that names the file. Writes are atomic (temp file in the same folder,
-fsync, rename) so a crash never leaves a half-written artifact; JSONL logs are appended
-line by line and fsynced so that a crash loses at most the line being written, and readers
-name the file and line of anything they cannot parse.
+Writes are atomic (temp file in the same folder, fsync, rename) so a crash never leaves a
+half-written artifact; JSONL logs are appended line by line and fsynced so that a crash loses
+at most the line being written, and readers name the file and line of anything they cannot
+parse. `read_json` is the untyped reader under `read_record`; outside this package it is for
+files that are not tuneloop artifacts (tests/test_raw_reads.py holds the list).
 """
 
 from __future__ import annotations
@@ -16,72 +15,9 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any
 
 from tuneloop.errors import InputError
-
-R = TypeVar("R", bound="Record")
-
-
-class Record(BaseModel):
-    """Base class of every artifact record. Subclasses set KIND and VERSION."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    KIND: ClassVar[str] = "record"
-    VERSION: ClassVar[int] = 1
-
-    schema_: str = Field(default="", alias="schema")
-    """`tuneloop.<kind>/<version>`; filled in automatically."""
-
-    def model_post_init(self, __context: Any) -> None:
-        if not self.schema_:
-            self.schema_ = self.schema_id()
-
-    @classmethod
-    def schema_id(cls) -> str:
-        return f"tuneloop.{cls.KIND}/{cls.VERSION}"
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
-
-
-def check_schema(data: dict[str, Any], cls: type[Record], where: str) -> None:
-    """Refuse a record of another kind or of a version newer than this code reads."""
-    schema = data.get("schema")
-    if not isinstance(schema, str) or "/" not in schema:
-        raise InputError(f"{where}: missing 'schema' field (expected {cls.schema_id()!r})")
-    kind, _, version = schema.rpartition("/")
-    if kind != f"tuneloop.{cls.KIND}":
-        raise InputError(f"{where}: is a {schema!r} record, expected {cls.schema_id()!r}")
-    if not version.isdigit() or int(version) > cls.VERSION:
-        raise InputError(
-            f"{where}: record version {schema!r} is newer than this tuneloop reads "
-            f"({cls.schema_id()!r}); upgrade tuneloop"
-        )
-
-
-def parse_record(data: dict[str, Any], cls: type[R], where: str) -> R:
-    check_schema(data, cls, where)
-    data = {**data, "schema": cls.schema_id()}
-    try:
-        return cls.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"{where}: field {loc!r}: {first['msg']}") from None
-
-
-def read_record(path: Path, cls: type[R]) -> R:
-    """Read one JSON record, checking its schema; errors name the file."""
-    return parse_record(read_json(path), cls, str(path))
-
-
-def write_record(path: Path, record: Record) -> None:
-    write_json(path, record.to_json())
-
 
 # ---- atomic files ---------------------------------------------------------------------
 

@@ -1,0 +1,162 @@
+"""Write an archive: copy the run and its inputs, write the manifest, rename into place."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tuneloop.archive.verify import (
+    MANIFEST,
+    MANIFEST_HASH,
+    file_table,
+    read_manifest,
+    verify_archive,
+)
+from tuneloop.errors import InputError, PhaseFailed
+from tuneloop.provenance import code_version, stamp
+from tuneloop.records import atomic_write_text, sha256_file, write_record
+from tuneloop.records.manifest import Manifest, PhaseLineage
+from tuneloop.records.run import RunView
+
+MAX_MODEL_COPY_MB = 512
+"""A base model up to this size is copied into the archive; a larger one is recorded only."""
+
+
+@dataclass(frozen=True)
+class ArchiveInput:
+    """A file or folder a re-run needs, and the config key that names it."""
+
+    key: str
+    """Dotted key of the config holding its path (`suite.path`); pointed at the copy."""
+    path: Path
+    """Where it is now."""
+    name: str
+    """Its name under the archive's `inputs/`."""
+    max_copy_mb: float | None = None
+    """Copied only when at most this large; a larger one keeps its original path in the
+    config and is recorded by path and size in the manifest's `external_inputs[key]`."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to re-run an archived round: its resolved config and the paths in it to rewrite."""
+
+    config: dict[str, Any]
+    """The resolved config, JSON-able; the manifest records it as it is."""
+    inputs: tuple[ArchiveInput, ...] = ()
+    """What a re-run reads, copied into `inputs/` in this order."""
+    outputs: Mapping[str, str] = field(default_factory=dict)
+    """Dotted config key → name under `ROOT/reproduce/RUN/`: where a re-run writes (outside
+    the archived folder, so that reproducing never touches what verify checks)."""
+    notes: Mapping[str, str] = field(default_factory=dict)
+    """Caveats about the copies, recorded in the manifest's `external_inputs`."""
+
+
+def archive_run(
+    workdir: Path,
+    target: Path,
+    run: RunView,
+    recipe: Recipe,
+    *,
+    base_model_sha256: str,
+    skip: Collection[str] = (),
+) -> str:
+    """Copy the run and write its manifest; returns the manifest's sha256.
+
+    `skip` names entries at the top of `workdir` that are not part of the run. Never
+    overwrites: an existing target is accepted only when it verifies and holds this run (a
+    resume after a crash between the rename and the phase record).
+    """
+    if target.exists():
+        return _existing(target, run.run_id)
+    tmp = target.with_name(f".{target.name}.partial")
+    shutil.rmtree(tmp, ignore_errors=True)  # our own unfinished copy, never a user's file
+    top = os.fspath(workdir)
+    shutil.copytree(
+        workdir, tmp / "run", ignore=lambda d, names: [n for n in names if d == top and n in skip]
+    )
+    external = _copy_inputs(recipe, tmp / "inputs", target.name)
+    manifest = Manifest(
+        run_id=run.run_id,
+        config=recipe.config,
+        code_version=code_version(),
+        provenance=stamp(),
+        timings_s={name: rec.duration_s for name, rec in run.phases.items()},
+        lineage=_lineage(run),
+        external_inputs=external,
+        base_model_sha256=base_model_sha256,
+        files=file_table(tmp),
+    )
+    write_record(tmp / MANIFEST, manifest)
+    digest = sha256_file(tmp / MANIFEST)
+    atomic_write_text(tmp / MANIFEST_HASH, f"{digest}  {MANIFEST}\n")
+    tmp.rename(target)
+    return digest
+
+
+def _copy_inputs(recipe: Recipe, dest: Path, run_name: str) -> dict[str, Any]:
+    """Copy what a re-run needs and write `loop.yaml` pointing at the copies; return what is
+    recorded instead of copied."""
+    dest.mkdir(parents=True)
+    config = copy.deepcopy(recipe.config)
+    external: dict[str, Any] = dict(recipe.notes)
+    for item in recipe.inputs:
+        if item.max_copy_mb is not None:
+            size_mb = _size_mb(item.path)
+            if size_mb > item.max_copy_mb:
+                external[item.key] = {"path": str(item.path), "size_mb": round(size_mb, 1)}
+                continue
+        if item.path.is_dir():
+            shutil.copytree(item.path, dest / item.name)
+        else:
+            shutil.copy2(item.path, dest / item.name)
+        _set(config, item.key, item.name)
+    again = f"../../reproduce/{run_name}"
+    for key, name in recipe.outputs.items():
+        _set(config, key, f"{again}/{name}")
+    atomic_write_text(dest / "loop.yaml", yaml.safe_dump(config, sort_keys=False))
+    return external
+
+
+def _size_mb(path: Path) -> float:
+    files = path.rglob("*") if path.is_dir() else [path]
+    return sum(p.stat().st_size for p in files if p.is_file()) / 2**20
+
+
+def _set(config: dict[str, Any], dotted: str, value: str) -> None:
+    *parents, last = dotted.split(".")
+    node = config
+    for part in parents:
+        node = node[part]
+    node[last] = value
+
+
+def _lineage(run: RunView) -> list[PhaseLineage]:
+    """One entry per finished phase: its outputs and the inputs (with hashes) they came from."""
+    return [
+        PhaseLineage(phase=name, inputs=dict(rec.inputs), outputs=dict(rec.outputs))
+        for name, rec in run.phases.items()
+        if rec.status == "done"
+    ]
+
+
+def _existing(target: Path, run_id: str) -> str:
+    try:
+        problems = verify_archive(target)
+    except InputError as err:
+        problems = [str(err)]
+    held = read_manifest(target).run_id if not problems else None
+    if problems or held != run_id:
+        why = "; ".join(problems[:3]) if problems else f"it holds run {held!r}"
+        raise PhaseFailed(
+            f"archive {target} already exists and {why}; an archive is never overwritten — "
+            "move it away yourself if it is not needed, or archive under another root"
+        )
+    return sha256_file(target / MANIFEST)

@@ -1,0 +1,75 @@
+"""The round's closing phases' plain inputs, unpacked from the config and the run state.
+
+The capstone report (`tuneloop.report.capstone`) and the archive (`tuneloop.archive`) know
+nothing of the loop: which folder holds what, the names under which the runner records input
+hashes, which config keys hold paths. This is where that knowledge is turned into their
+inputs (paths, hashes, a config dict), next to the adapters that call them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tuneloop.config import LoopConfig
+from tuneloop.loop.state import RunState
+
+if TYPE_CHECKING:
+    from tuneloop.archive import Recipe
+    from tuneloop.report.capstone import CapstoneInputs
+
+
+def recorded_hash(state: RunState, phase: str, name: str) -> str | None:
+    """An input's sha256 as the runner recorded it for `phase` (no second hash of a model)."""
+    rec = state.phases.get(phase)
+    return rec.inputs.get(name) if rec is not None else None
+
+
+def capstone_inputs(cfg: LoopConfig, upstream: dict[str, Path], state: RunState) -> CapstoneInputs:
+    from tuneloop.loop.adapters import train_data
+    from tuneloop.report.capstone import CapstoneInputs
+    from tuneloop.samplelog import SUMMARY_FILE
+
+    # the train phase records its data as an external file, or as the data phase's output
+    data_key = "data" if cfg.train.data is not None else "data:data/sft.jsonl"
+    return CapstoneInputs(
+        pre_summary=upstream["eval_pre"] / SUMMARY_FILE,
+        delta=upstream["report"] / "delta.json",
+        train_data=train_data(cfg, upstream),
+        train_data_sha256=recorded_hash(state, "train", data_key),
+        base_model_sha256=recorded_hash(state, "eval_pre", "base_model"),
+        corpus_provenance=upstream["data"] / "provenance.json",
+        train_settings=upstream["train"] / "adapter" / "train_settings.json",
+        this_phase="capstone",
+    )
+
+
+def archive_recipe(cfg: LoopConfig) -> Recipe:
+    """What a re-run of this round needs, and the config keys that name it."""
+    from tuneloop.archive import MAX_MODEL_COPY_MB, ArchiveInput, Recipe
+
+    inputs = [ArchiveInput("suite.path", cfg.suite.path, "suite.jsonl")]
+    notes: dict[str, str] = {}
+    if cfg.train.data is not None:
+        inputs.append(ArchiveInput("train.data", cfg.train.data, "train_data.jsonl"))
+    if cfg.data.corpus is not None:
+        inputs.append(ArchiveInput("data.corpus", cfg.data.corpus, "corpus.yaml"))
+        notes["corpus_sources"] = "paths inside corpus.yaml refer to the original machine"
+    inputs.append(
+        ArchiveInput("base_model", cfg.base_model, "base_model", max_copy_mb=MAX_MODEL_COPY_MB)
+    )
+    return Recipe(
+        config=cfg.model_dump(mode="json"),
+        inputs=tuple(inputs),
+        # a re-run writes beside the archive (ROOT/reproduce/RUN/), never into it
+        outputs={"workdir": "work", "archive.root": "archive", "gate.ledger": "ledger.db"},
+        notes=notes,
+    )
+
+
+def not_archived(archive_folder: Path) -> tuple[str, ...]:
+    """Workdir entries that are not part of the run: the lock, the archive phase's own folder
+    (written after the copy) and the outputs earlier redos replaced."""
+    from tuneloop.loop.runner import QUARANTINE
+
+    return (".lock", archive_folder.name, QUARANTINE)

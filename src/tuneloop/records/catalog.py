@@ -1,0 +1,53 @@
+"""Every record tuneloop writes as an artifact, by class name: the one place to find them.
+
+Records that need nothing but this package are defined here (`manifest`, `corpus`). The
+others are defined beside the phase that writes them, because they are built from that
+phase's own types (the verdict's `Bar`, the delta report's `stats.FlipCounts`) and core must
+not import a phase or a shared library (DESIGN.md: cli → loop → phases → shared → core).
+This table names them by module, and `tuneloop.records.<Class>` loads one only when asked
+for, so importing `tuneloop.records` never imports a phase. `tests/test_records.py` fails
+when a `Record` subclass anywhere in `src/` is missing from this table.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tuneloop.records.base import Record
+
+RECORDS: dict[str, tuple[str, str]] = {
+    # class: (defining module, the artifact it describes)
+    "SampleRow": ("tuneloop.samplelog", "eval_*/samples.jsonl, one row per (item, sample)"),
+    "EvalSummary": ("tuneloop.samplelog", "eval_*/summary.json"),
+    "Trace": ("tuneloop.data.trace", "traces JSONL (`tuneloop traces ingest`)"),
+    "CorpusProvenance": ("tuneloop.records.corpus", "data/provenance.json"),
+    "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
+    "Lineage": ("tuneloop.train.merge", "merge/model/lineage.json"),
+    "DeltaReport": ("tuneloop.report.record", "report/delta.json"),
+    "SealedBar": ("tuneloop.gate.seal", "eval_post/sealed_bar.json"),
+    "GateVerdict": ("tuneloop.gate.verdict_record", "gate/verdict.json"),
+    "Promotion": ("tuneloop.gate.promotion", "promote/promotion.json"),
+    "PhaseRecord": ("tuneloop.loop.state", "<phase>/phase.json, and each phase in state.json"),
+    "RunState": ("tuneloop.loop.state", "state.json"),
+    "Manifest": ("tuneloop.records.manifest", "<archive root>/<run>/manifest.json"),
+    "Archived": ("tuneloop.records.manifest", "archive/archived.json"),
+}
+
+
+def record_class(name: str) -> type[Record]:
+    """The record class `name`, imported from where it is defined."""
+    from tuneloop.records.base import Record
+
+    module, _ = RECORDS[name]
+    cls = getattr(import_module(module), name)
+    if not (isinstance(cls, type) and issubclass(cls, Record)):
+        raise TypeError(f"{module}.{name} is not a Record")
+    return cls
+
+
+def record_classes() -> dict[str, type[Record]]:
+    """Every record class, by schema id (`tuneloop.<kind>/<version>`)."""
+    classes = (record_class(name) for name in RECORDS)
+    return {cls.schema_id(): cls for cls in classes}

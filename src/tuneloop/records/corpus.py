@@ -1,0 +1,96 @@
+"""The corpus build's `provenance.json` (`tuneloop.corpus_provenance/1`), read typed.
+
+The shape is the one `tuneloop.data.corpus` writes; secrets in it are already scrubbed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from tuneloop.records.base import Record
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class Match(_Part):
+    """One decontamination rule that matched a row."""
+
+    rule: str
+    """The rule (exact prompt, n-gram overlap, …)."""
+    items: list[str]
+    """The suite item ids it matched."""
+
+
+class RemovedRow(_Part):
+    """A training row removed because it contains suite items."""
+
+    source: str
+    """Source name."""
+    source_id: str
+    """The row's id in its source."""
+    matches: list[Match]
+    """Why it was removed."""
+
+
+class SuiteDecontamination(_Part):
+    """What one suite removed from the corpus."""
+
+    suite: str
+    """Path of the suite."""
+    sha256: str
+    """sha256 of the suite file."""
+    revision: str
+    """The suite's revision (sha256 of its canonical content)."""
+    items: int
+    """Items in the suite."""
+    rows_removed: int
+    """Training rows removed."""
+    removed: list[RemovedRow]
+    """Every removed row, with the rules that matched."""
+    preference_pairs_removed: list[str]
+    """Source ids of removed preference pairs."""
+
+
+class PreferenceCounts(_Part):
+    """Preference pairs written."""
+
+    pairs: int
+    """Pairs in the preference file."""
+    removed_by_decontamination: int
+    """Pairs removed because they contain suite items."""
+
+
+class CorpusProvenance(Record):
+    """How a corpus was built: config, sources, per-step counts, what was removed and why."""
+
+    KIND = "corpus_provenance"
+    VERSION = 1
+
+    created_at: str
+    """ISO-8601 UTC time of the build."""
+    config: str
+    """Path of the corpus config."""
+    config_sha256: str
+    """sha256 of the corpus config file."""
+    parameters: dict[str, Any]
+    """The resolved corpus config."""
+    sources: list[dict[str, Any]]
+    """Each source: name, path, format, sha256 and its ingest counts."""
+    counts: dict[str, int]
+    """Rows left after each step, in order."""
+    rows_trimmed: int
+    """Rows whose trace went on after its last assistant message (cut there)."""
+    removed_by_step: dict[str, int]
+    """Rows removed by each step."""
+    scrubbed: dict[str, int]
+    """Secrets scrubbed, by kind."""
+    decontamination: list[SuiteDecontamination]
+    """One entry per suite checked."""
+    preference: PreferenceCounts
+    """Preference pairs."""
+    outputs: dict[str, str]
+    """Output file name → sha256."""

@@ -1,0 +1,243 @@
+"""The capstone `report.md`: one page a reviewer reads to judge the run.
+
+It only *reads* what the phases wrote — the pre-evaluation summary and the delta report, typed
+(`read_record`), and the run state and gate verdict, which the loop hands over already read
+typed — and stamps the machine and package versions; it computes no statistic of its own. A
+section whose artifact does not exist says "not measured" rather than leaving a gap.
+
+Run by the loop's `capstone` phase (`loop/adapters.run_capstone`, inputs unpacked in
+`loop/handover.py`). It takes the state and the verdict through read-only protocols rather
+than their classes, so that this phase imports neither the loop nor the gate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tuneloop.config import LoopConfig
+from tuneloop.provenance import stamp
+from tuneloop.records import atomic_write_text, read_record_if_exists
+from tuneloop.records.run import RunView
+from tuneloop.report.record import DeltaReport
+from tuneloop.samplelog import EvalSummary
+
+
+@dataclass(frozen=True)
+class CapstoneInputs:
+    """Where the capstone's artifacts are, and the hashes the runner already recorded."""
+
+    pre_summary: Path
+    """The pre-training eval's `summary.json`."""
+    delta: Path
+    """The delta report (`delta.json`); its folder holds the figures."""
+    train_data: Path
+    """The training data the round used."""
+    train_data_sha256: str | None
+    """Its sha256 as recorded for the train phase (None: not recorded)."""
+    base_model_sha256: str | None
+    """The base model's sha256 as recorded for the first eval (None: not recorded)."""
+    corpus_provenance: Path
+    """The corpus build's `provenance.json`; listed when it exists."""
+    train_settings: Path
+    """The adapter's resolved `train_settings.json`; listed when it exists."""
+    this_phase: str = "capstone"
+    """This phase's name in the run state (its row reads "writing this report")."""
+
+
+class _Arm(Protocol):
+    @property
+    def mean(self) -> float | None: ...
+
+
+class _Condition(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def detail(self) -> str: ...
+
+
+class VerdictView(Protocol):
+    """What the capstone shows of a gate verdict (`gate/verdict.json`, read typed)."""
+
+    @property
+    def decision(self) -> str: ...
+    @property
+    def slice(self) -> str: ...
+    @property
+    def champion(self) -> _Arm: ...
+    @property
+    def challenger(self) -> _Arm: ...
+    @property
+    def bar(self) -> Mapping[str, Any]: ...
+    @property
+    def conditions(self) -> Sequence[_Condition]: ...
+    @property
+    def sealed_at(self) -> str | None: ...
+    @property
+    def evidence_sha256(self) -> str | None: ...
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _pp(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f} pts"
+
+
+def _short(digest: str | None) -> str:
+    return f"{digest[:16]}…" if digest else "n/a"
+
+
+def _inputs(cfg: LoopConfig, inp: CapstoneInputs) -> list[str]:
+    pre = read_record_if_exists(inp.pre_summary, EvalSummary)
+    t = cfg.train
+    lines = [
+        "## Pinned inputs",
+        "",
+        f"- Base model: `{cfg.base_model}` (sha256 `{_short(inp.base_model_sha256)}`)",
+    ]
+    if pre is None:
+        lines.append(f"- Suite: `{cfg.suite.path}`: not measured (no `{inp.pre_summary}`)")
+    else:
+        s = pre.sampling
+        lines += [
+            f"- Suite: `{cfg.suite.path}`, revision `{pre.suite_revision[:16]}…`, "
+            f"{len(pre.item_ids)} items evaluated; slices {cfg.suite.slices}",
+            f"- Sampling (pre and post): {s.n_samples} sample(s)/item, "
+            f"temperature {s.temperature}, top_p {s.top_p}, "
+            f"max_tokens {s.max_tokens}, seed {s.seed}",
+        ]
+    if cfg.merge.zero_adapter:
+        lines.append("- Training: none — zero-adapter control arm (base passed through merge)")
+        return [*lines, ""]
+    lines.append(f"- Training data: `{inp.train_data}` (sha256 `{_short(inp.train_data_sha256)}`)")
+    if inp.corpus_provenance.exists():
+        lines.append(f"  - built from traces; provenance: `{inp.corpus_provenance}`")
+    lines.append(
+        f"- Method: {t.method}, {t.steps} steps, lr {t.learning_rate}, batch {t.batch_size}, "
+        f"LoRA r={t.lora.r} alpha={t.lora.alpha}, seed {t.seed}"
+        + (
+            f", GRPO group {t.grpo.group_size}, loss {t.grpo.loss_type}, beta {t.grpo.beta}"
+            if t.method == "grpo"
+            else ""
+        )
+        + (f", SFT warm-up {t.sft_warmup_steps} steps" if t.sft_warmup_steps else "")
+    )
+    if inp.train_settings.exists():
+        lines.append(f"  - resolved settings: `{inp.train_settings}`")
+    return [*lines, ""]
+
+
+def _result(inp: CapstoneInputs, out: Path) -> list[str]:
+    d = read_record_if_exists(inp.delta, DeltaReport)
+    if d is None:
+        return ["## Result", "", "not measured (no delta report)", ""]
+    lo, hi = d.delta_ci
+    f, s = d.flips, d.settings
+    figures = Path(os.path.relpath(inp.delta.parent, out.parent)).as_posix()
+    return [
+        "## Result (report slice: every evaluated item except the gate slice)",
+        "",
+        "| | pre | post |",
+        "|---|---|---|",
+        f"| mean item score | {_pct(d.pre.mean)} | {_pct(d.post.mean)} |",
+        f"| Wilson CI | {_pct(d.pre.wilson_ci[0])}–{_pct(d.pre.wilson_ci[1])} "
+        f"| {_pct(d.post.wilson_ci[0])}–{_pct(d.post.wilson_ci[1])} |",
+        f"| missing / harness errors | {d.pre.missing} / {d.pre.harness_error} "
+        f"| {d.post.missing} / {d.post.harness_error} |",
+        "",
+        f"- Paired Δ = **{_pp(d.delta)}** (bootstrap {int(100 * s.confidence)}% "
+        f"CI {_pp(lo)} to {_pp(hi)}, {s.n_resamples} resamples, seed {s.seed}), "
+        f"n = {d.n_items} items",
+        f"- Paired permutation p (two-sided) = {d.p_two_sided:.3g}; one-sided (post > pre) "
+        f"= {d.p_greater:.3g} ({d.permutation_method})",
+        f"- Exact sign test on changed items: {d.sign_wins} up, {d.sign_losses} down, "
+        f"p = {d.sign_p_two_sided:.3g}",
+        f"- Cohen's d_z = {d.d_z if d.d_z is None else round(d.d_z, 3)}; "
+        f"MDE at this n = {_pp(d.mde)}",
+        f"- Flips (right = item score ≥ {f.threshold}): wrong→right {f.wrong_to_right}, "
+        f"right→wrong {f.right_to_wrong}",
+        "",
+        f"![pass@k]({figures}/passk.png) ![items]({figures}/items.png)",
+        "",
+    ]
+
+
+def _verdict(cfg: LoopConfig, v: VerdictView | None) -> list[str]:
+    if not cfg.gate.enabled:
+        return ["## Gate", "", "off (gate.enabled: false)", ""]
+    if v is None:
+        return ["## Gate", "", "not run", ""]
+    lines = [
+        "## Gate",
+        "",
+        f"**{v.decision}** on slice `{v.slice}` "
+        f"(champion {_pct(v.champion.mean)} → challenger {_pct(v.challenger.mean)})",
+        "",
+        f"Bar (pre-registered in the config): `{json.dumps(dict(v.bar))}`",
+        "",
+    ]
+    lines += [f"- {'✓' if c.passed else '✗'} {c.name}: {c.detail}" for c in v.conditions]
+    lines += [
+        "",
+        f"Bar sealed in the ledger at {v.sealed_at or 'n/a'}, before the post evaluation; "
+        f"evidence `{(v.evidence_sha256 or 'n/a')[:16]}` (both logs, both models, bar, "
+        "items). The champion changes only in the `promote` phase, after this run's archive "
+        "verifies (`promote/promotion.json`).",
+    ]
+    return [*lines, ""]
+
+
+def _timings(run: RunView, this_phase: str) -> list[str]:
+    lines = ["## Phases", "", "| phase | status | seconds |", "|---|---|---|"]
+    total = 0.0
+    for name, rec in run.phases.items():
+        dur = rec.duration_s
+        total += dur or 0.0
+        shown = f"{dur:.1f}" if dur is not None else "—"
+        status = "writing this report" if name == this_phase else rec.status
+        lines.append(f"| {name} | {status} | {shown} |")
+    return [*lines, f"| total phase work | | {total:.1f} |", ""]
+
+
+def _machine() -> list[str]:
+    s = stamp()
+    m = s["machine"]
+    pk = ", ".join(f"{k} {v}" for k, v in s["packages"].items() if v)
+    return [
+        "## Machine and versions",
+        "",
+        f"- {m['platform']}, Python {m['python']}, {m['cpu_count']} CPUs, {m['memory_gb']} GiB, "
+        f"GPUs: {', '.join(m['gpus']) or 'none'}",
+        f"- {pk}",
+        f"- code: git {s['git_commit'] or 'n/a'}; written {s['at']}",
+        "",
+    ]
+
+
+def render_capstone(
+    cfg: LoopConfig, run: RunView, inputs: CapstoneInputs, verdict: VerdictView | None, out: Path
+) -> str:
+    """The report's text; `out` is where it will be written (figure links are relative)."""
+    lines = [f"# tuneloop run `{run.run_id}` — {cfg.name}", ""]
+    lines += _inputs(cfg, inputs)
+    lines += _result(inputs, out)
+    lines += _verdict(cfg, verdict)
+    lines += _timings(run, inputs.this_phase)
+    lines += _machine()
+    return "\n".join(lines)
+
+
+def write_capstone(
+    out: Path, cfg: LoopConfig, run: RunView, inputs: CapstoneInputs, verdict: VerdictView | None
+) -> None:
+    """Write `report.md` to `out` atomically."""
+    atomic_write_text(out, render_capstone(cfg, run, inputs, verdict, out))

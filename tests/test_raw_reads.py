@@ -1,0 +1,110 @@
+"""tuneloop reads its own artifacts typed: no raw JSON reads in src/ outside the records package.
+
+A raw read (`read_json(path)[key]`, `json.loads(path.read_text())`, `json.load(open(path))`)
+of a file tuneloop wrote skips the schema check: a renamed field fails with a KeyError after a
+full run instead of an error naming the file, and a newer record is not refused. Read an
+artifact with `tuneloop.records.read_record(path, SomeRecord)`; a new artifact gets a `Record`
+subclass (listed in `tuneloop/records/catalog.py`).
+
+A file that is *not* a tuneloop artifact may be read raw; it goes in `NOT_ARTIFACTS` below,
+keyed by file and function, with the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "tuneloop"
+
+TYPED_READER = "records/"
+"""The records package: `read_record` itself sits on `read_json`."""
+
+NOT_ARTIFACTS: dict[tuple[str, str], str] = {
+    # (file under src/tuneloop, enclosing function): what it reads, and why it is raw
+    ("serve/app.py", "preflight"): "a Hugging Face model's config.json (written by transformers)",
+    ("train/doctor.py", "weight_files"): "a safetensors shard index (model.safetensors.index.json)",
+    ("train/worker.py", "main"): "the worker spec the train phase hands its own subprocess",
+    ("gate/command.py", "_read_descriptor"): "a champion descriptor the user writes "
+    "(`tuneloop gate --challenger-descriptor FILE`), validated by gate.champion",
+}
+
+
+def _is_read_json(call: ast.Call) -> bool:
+    f = call.func
+    return (isinstance(f, ast.Name) and f.id == "read_json") or (
+        isinstance(f, ast.Attribute) and f.attr == "read_json"
+    )
+
+
+def _is_json(call: ast.Call, name: str) -> bool:
+    f = call.func
+    return (
+        isinstance(f, ast.Attribute)
+        and f.attr == name
+        and isinstance(f.value, ast.Name)
+        and f.value.id == "json"
+    )
+
+
+def _reads_a_file(node: ast.expr) -> bool:
+    """`x.read_text(...)`, `x.read_bytes()` or `open(...)`."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    if isinstance(f, ast.Attribute) and f.attr in ("read_text", "read_bytes", "open"):
+        return True
+    return isinstance(f, ast.Name) and f.id == "open"
+
+
+def raw_reads(source: str) -> list[tuple[int, str]]:
+    """(line, enclosing function) of every raw JSON read of a file in `source`."""
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, func: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            func = node.name
+        if isinstance(node, ast.Call) and (
+            _is_read_json(node)
+            or _is_json(node, "load")  # json.load(fh) reads a file, whatever fh is
+            or (_is_json(node, "loads") and bool(node.args) and _reads_a_file(node.args[0]))
+        ):
+            found.append((node.lineno, func))
+        for child in ast.iter_child_nodes(node):
+            visit(child, func)
+
+    visit(ast.parse(source), "<module>")
+    return found
+
+
+def test_the_detector_sees_each_form() -> None:
+    source = (
+        "import json\n"
+        "from tuneloop import records\n"
+        "def a(p):\n    return read_json(p)['item_ids']\n"
+        "def b(p):\n    return json.loads(p.read_text())\n"
+        "def c(p):\n    return json.load(open(p))\n"
+        "def d(p):\n    return records.read_json(p)\n"
+        "def e(p):\n    return json.loads((p / 'x.json').read_text(encoding='utf-8'))\n"
+        "def ok(line):\n    return json.loads(line)\n"
+    )
+    assert [f for _, f in raw_reads(source)] == ["a", "b", "c", "d", "e"]
+
+
+def test_no_raw_reads_of_tuneloop_artifacts() -> None:
+    bad, used = [], set()
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel.startswith(TYPED_READER):
+            continue
+        for line, func in raw_reads(path.read_text(encoding="utf-8")):
+            if (rel, func) in NOT_ARTIFACTS:
+                used.add((rel, func))
+            else:
+                bad.append(f"src/tuneloop/{rel}:{line} in {func}()")
+    assert not bad, (
+        "raw reads of JSON files; read a tuneloop artifact with records.read_record(path, "
+        "Record) — or, for a file tuneloop does not write, add it to NOT_ARTIFACTS with the "
+        "reason:\n  " + "\n  ".join(bad)
+    )
+    assert used == set(NOT_ARTIFACTS), f"stale allow-list entries: {set(NOT_ARTIFACTS) - used}"
