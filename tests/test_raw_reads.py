@@ -22,7 +22,10 @@ TYPED_READER = "records/"
 
 NOT_ARTIFACTS: dict[tuple[str, str], str] = {
     # (file under src/tuneloop, enclosing function): what it reads, and why it is raw
-    ("serve/app.py", "preflight"): "a Hugging Face model's config.json (written by transformers)",
+    (
+        "serve/server.py",
+        "preflight",
+    ): "a Hugging Face model's config.json (written by transformers)",
     ("train/doctor.py", "weight_files"): "a safetensors shard index (model.safetensors.index.json)",
     ("train/worker.py", "main"): "the worker spec the train phase hands its own subprocess",
     ("gate/command.py", "_read_descriptor"): "a champion descriptor the user writes "

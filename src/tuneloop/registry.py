@@ -1,9 +1,10 @@
 """Named plugins: scorers, serving backends, trainers and trace ingesters.
 
 Built-ins register themselves with a decorator when their module is imported
-(`@scorers.register("numeric")`); a registry imports its built-in modules the first time it
-is asked for a name. Third-party packages add plugins through entry points, one group per
-kind (`tuneloop.scorers`, `tuneloop.serve_backends`, `tuneloop.trainers`,
+(`@scorers.register("name")`, or for scorers `@scorer("numeric", inline=True)`, which also
+records the scorer's properties on its factory); a registry imports its built-in modules the
+first time it is asked for a name. Third-party packages add plugins through entry points, one
+group per kind (`tuneloop.scorers`, `tuneloop.serve_backends`, `tuneloop.trainers`,
 `tuneloop.ingesters`); an entry point names the object to register under its name.
 Unknown names raise `InputError` with "did you mean …". There is deliberately no discovery
 by `__subclasses__()`: what is registered is exactly what `tuneloop plugins` lists.

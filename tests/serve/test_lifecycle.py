@@ -18,8 +18,9 @@ import pytest
 
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.serve import serving
-from tuneloop.serve.app import EXIT_BIND, ServerSettings, run_server
 from tuneloop.serve.lifecycle import Launch, launched, spawn, terminate_group
+from tuneloop.serve.routes import ServerSettings
+from tuneloop.serve.server import EXIT_BIND, run_server
 
 
 def gone(pid: int, within_s: float = 10.0) -> bool:

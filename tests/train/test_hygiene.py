@@ -7,11 +7,7 @@ from conftest import write_jsonl
 
 from tuneloop.errors import InputError
 from tuneloop.train.data import read_rows
-from tuneloop.train.hygiene import check_contamination, normalize
-
-
-def test_normalize_lowercases_and_collapses_whitespace() -> None:
-    assert normalize("  What IS\n 2 +\t2? ") == "what is 2 + 2?"
+from tuneloop.train.hygiene import check_contamination, suite_index
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path]:
@@ -34,6 +30,11 @@ def _files(tmp_path: Path) -> tuple[Path, Path]:
         ],
     )
     return suite, train
+
+
+def test_index_keys_are_the_suites_normalized_prompts(tmp_path: Path) -> None:
+    suite, _ = _files(tmp_path)
+    assert suite_index([suite]) == {"what is 3 + 4?": "add-7", "what is 4 + 5?": "add-9"}
 
 
 def test_contamination_is_refused_naming_line_and_item(tmp_path: Path) -> None:

@@ -312,6 +312,9 @@ class GateConfig(Section):
     """Stop at 'awaiting approval' instead of promoting."""
     allow_slice_reuse: bool = False
     """Permit adjudicating on a consumed slice (recorded in the verdict)."""
+    seed: int = 0
+    """Seed of the gate's resampling (permutation p-values, bootstrap bounds); the gate's own,
+    so changing `report.seed` does not change a verdict."""
 
 
 class ArchiveConfig(Section):

@@ -19,8 +19,9 @@ compacted away at the end, so a finished log holds each key exactly once.
 Deliberately, rows are fsynced in group commits: one writer task appends everything that
 finished while the previous append was in flight, so a fast server is not throttled to the
 disk's fsync rate, and a crash still loses only rows that finished in the last few ms.
-Built-in text scorers run inline on the event loop (microseconds); other scorers, such as the
-sandboxed `python_tests`, run in worker threads so they never stall the requests in flight.
+Scorers registered `inline` (the built-in text scorers: microseconds) run on the event loop;
+other scorers, such as the sandboxed `python_tests`, run in worker threads so they never stall
+the requests in flight. Which scorer an item gets is `scorers/resolve.py`'s, as in training.
 The API key is redacted from every row, summary and error on its way out (`redact.py`).
 """
 
@@ -55,15 +56,13 @@ from tuneloop.evaluate.plan import (
 from tuneloop.evaluate.progress import EvalProgress
 from tuneloop.evaluate.redact import as_stored, redacted_errors, stored
 from tuneloop.records import append_jsonl, read_record, repair_jsonl_tail, write_json, write_jsonl
-from tuneloop.registry import scorers
 from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE, EvalSummary, SampleRow, SamplingParams
-from tuneloop.scorers.base import ScoreFn
+from tuneloop.scorers.resolve import ScorerResolver
 from tuneloop.suite import SuiteItem, load_suite, slice_ids
 
 T = TypeVar("T")
 DEFAULT_SLICES = {"dev": 0.5, "gate": 0.5}
 """Slice fractions used when a slice is named without fractions (the loop.yaml default)."""
-INLINE_SCORERS = frozenset({"numeric", "exact", "regex", "choice", "json"})
 
 
 @dataclass(frozen=True)
@@ -101,9 +100,9 @@ class _Run:
     served_model: str
     redactor: Redactor
     """Applied to every row and summary as it is written (see `redact.py`)."""
+    scorers: ScorerResolver
     rows: dict[Key, SampleRow] = field(default_factory=dict)
     errors: dict[Key, str] = field(default_factory=dict)
-    scorer_fns: dict[str, ScoreFn] = field(default_factory=dict)
 
     def stored(self, record: SampleRow | EvalSummary) -> dict[str, Any]:
         """The record as it is written: redacted."""
@@ -160,7 +159,9 @@ def evaluate(
             started_at=_now(),
         )
         items = {i: by_id[i] for i in ids}
-        run = _Run(items, summary, Path(out_dir) / SAMPLES_FILE, settings, model, redactor)
+        samples = Path(out_dir) / SAMPLES_FILE
+        resolver = ScorerResolver(default_scorer)
+        run = _Run(items, summary, samples, settings, model, redactor, resolver)
         lines, prior_retries = _prepare(run, Path(out_dir))
         write_json(Path(out_dir) / SUMMARY_FILE, run.stored(summary))  # pins settings for a resume
         started = time.perf_counter()
@@ -309,14 +310,12 @@ async def _one_sample(run: _Run, client: OpenAIClient, item: SuiteItem, k: int) 
         latency_s=round(done.latency_s, 6),
     )
     try:
-        fn = run.scorer_fns.get(item.scorer) or run.scorer_fns.setdefault(
-            item.scorer, scorers.get(item.scorer)()
-        )
-        if item.scorer in INLINE_SCORERS:  # ours: fast, and their details are plain JSON
-            result = fn(item.raw, done.text)
+        scorer = run.scorers.resolve(item.raw)  # item.scorer: the same name, as loaded
+        if scorer.inline:  # registered as fast, with plain-JSON details
+            result = scorer.fn(item.raw, done.text)
             detail = result.detail
-        else:  # a plugin's detail may hold anything: make it JSON before it reaches the log
-            result = await asyncio.to_thread(fn, item.raw, done.text)
+        else:  # the detail may hold anything: make it JSON before it reaches the log
+            result = await asyncio.to_thread(scorer.fn, item.raw, done.text)
             detail = json.loads(json.dumps(result.detail, default=str))
     except Exception as err:  # a scorer bug must not stop the eval; the row says what broke
         msg = f"scorer {item.scorer!r} raised {type(err).__name__}: {err}"[:500]

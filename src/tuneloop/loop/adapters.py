@@ -274,7 +274,7 @@ def run_gate(ctx: PhaseContext) -> None:
             "model": model_identity(model_dir, ctx.inputs[MERGED]),
             "run_id": ctx.run_id,
         },
-        seed=ctx.cfg.report.seed,
+        seed=ctx.cfg.gate.seed,
         models=models,
         sealed=read_seal(ctx.workdir),
         promote=False,

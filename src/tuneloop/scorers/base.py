@@ -1,16 +1,27 @@
 """The scorer protocol, shared by evaluate (scores) and train (GRPO rewards).
 
-A scorer is a small factory registered by name (`@scorers.register("numeric")`) that returns a
-callable `score(item, completion) -> Score`. `item` is the suite item as a plain dict (its
+A scorer is a small factory registered by name (`@scorer("numeric", inline=True)`) that returns
+a callable `score(item, completion) -> Score`. `item` is the suite item as a plain dict (its
 reference fields such as `answer`, `tests`, `choices`, plus any `scorer_args`); `completion`
 is untrusted model output. A scorer never raises on bad model output: it returns 0 with a
 reason in `detail`.
+
+How a scorer runs is a property of its registration, read by `resolve.py`, never a list of
+names elsewhere: `inline=True` says it is fast, pure and returns plain-JSON details, so the
+eval may call it on the event loop; any other scorer (the sandboxed `python_tests`, a plugin
+registered without the property) runs in a worker thread and has its details made JSON.
+A plugin registered through an entry point declares it with an `inline = True` attribute.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+from tuneloop.registry import scorers
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -31,3 +42,18 @@ class ScoreFn(Protocol):
 
 class ScorerFactory(Protocol):
     def __call__(self, **kwargs: Any) -> ScoreFn: ...
+
+
+def scorer(name: str, *, inline: bool = False) -> Callable[[F], F]:
+    """Decorator: register a scorer factory under `name`, with its properties (see above)."""
+
+    def deco(factory: F) -> F:
+        factory.inline = inline  # type: ignore[attr-defined]
+        return scorers.register(name)(factory)
+
+    return deco
+
+
+def runs_inline(factory: Any) -> bool:
+    """Whether a registered factory declared `inline=True` (see the module docstring)."""
+    return getattr(factory, "inline", False) is True

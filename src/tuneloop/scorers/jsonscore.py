@@ -19,8 +19,7 @@ import json
 import re
 from typing import Any
 
-from tuneloop.registry import scorers
-from tuneloop.scorers.base import Score, ScoreFn
+from tuneloop.scorers.base import Score, ScoreFn, scorer
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n(.*?)```", re.DOTALL)
 _NOTHING = object()
@@ -85,7 +84,7 @@ def _check_schema(value: Any, schema: dict[str, Any]) -> Score:
     return Score(1.0, {})
 
 
-@scorers.register("json")
+@scorer("json", inline=True)
 def json_scorer() -> ScoreFn:
     """Score JSON output against the item's `tool_call`, `schema` or `answer`."""
 

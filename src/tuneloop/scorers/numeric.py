@@ -21,8 +21,7 @@ import math
 import re
 from typing import Any
 
-from tuneloop.registry import scorers
-from tuneloop.scorers.base import Score, ScoreFn
+from tuneloop.scorers.base import Score, ScoreFn, scorer
 
 # A number not glued to a preceding word character or dot (so "x2" and "v1.5" are not signed
 # negatives and "5-3" does not yield -3).
@@ -92,7 +91,7 @@ def _tolerance(item: dict[str, Any], abs_tol: float, rel_tol: float) -> tuple[fl
     return float(args.get("abs_tol", abs_tol)), float(args.get("rel_tol", rel_tol))
 
 
-@scorers.register("numeric")
+@scorer("numeric", inline=True)
 def numeric(abs_tol: float = 1e-6, rel_tol: float = 0.0) -> ScoreFn:
     """Score 1 when the completion's final number equals `item["answer"]` within tolerance."""
 

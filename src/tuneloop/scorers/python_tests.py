@@ -21,8 +21,7 @@ import dataclasses
 import re
 from typing import Any
 
-from tuneloop.registry import scorers
-from tuneloop.scorers.base import Score, ScoreFn
+from tuneloop.scorers.base import Score, ScoreFn, scorer
 from tuneloop.scorers.sandbox import Limits, run_python
 
 _FENCE = re.compile(r"```([a-zA-Z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
@@ -63,7 +62,7 @@ def _limits(base: Limits, item: dict[str, Any]) -> Limits:
     return dataclasses.replace(base, **{k: v for k, v in args.items() if k in names})
 
 
-@scorers.register("python_tests")
+@scorer("python_tests")
 def python_tests(wall_s: float = 10.0, cpu_s: int = 5, memory_mb: int = 512) -> ScoreFn:
     """1 when the completion's code passes the item's `tests` program in the sandbox."""
     base = Limits(wall_s=wall_s, cpu_s=cpu_s, memory_mb=memory_mb)

@@ -18,8 +18,7 @@ import re
 import string
 from typing import Any
 
-from tuneloop.registry import scorers
-from tuneloop.scorers.base import Score, ScoreFn
+from tuneloop.scorers.base import Score, ScoreFn, scorer
 
 _STRIP = string.punctuation + string.whitespace + "“”‘’"
 
@@ -35,7 +34,7 @@ def _scorer_args(item: dict[str, Any]) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
-@scorers.register("exact")
+@scorer("exact", inline=True)
 def exact(case_sensitive: bool = False) -> ScoreFn:
     """1 when the normalized completion equals the normalized `answer` (or one of a list)."""
 
@@ -54,7 +53,7 @@ def exact(case_sensitive: bool = False) -> ScoreFn:
     return score
 
 
-@scorers.register("regex")
+@scorer("regex", inline=True)
 def regex(pattern: str | None = None, flags: str = "") -> ScoreFn:
     """Match a pattern; with an `answer`, compare the last match's group 1 (or whole match)."""
 
@@ -113,7 +112,7 @@ def _reference_letter(item: dict[str, Any], letters: str) -> str | None:
     return None
 
 
-@scorers.register("choice")
+@scorer("choice", inline=True)
 def choice(n_choices: int = 10) -> ScoreFn:
     """1 when the chosen letter equals the reference (letter, index or choice text)."""
 

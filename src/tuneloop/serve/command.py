@@ -1,7 +1,7 @@
 """`tuneloop serve MODEL_DIR`: run the embedded OpenAI-compatible server in the foreground.
 
 Also runnable without the CLI table as `python -m tuneloop.serve.app MODEL_DIR --port N`
-(that is what `serving()` spawns). Nothing heavy is imported at module level.
+(that is what `serving()` spawns; see `app.py`). Nothing heavy is imported at module level.
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ def serve(
     ] = None,
 ) -> None:
     """Serve MODEL_DIR at http://HOST:PORT/v1 (chat and text completions, batched)."""
-    from tuneloop.serve.app import ServerSettings, run_server
     from tuneloop.serve.protocol import Limits
+    from tuneloop.serve.routes import ServerSettings
+    from tuneloop.serve.server import run_server
 
     if not (model_dir / "config.json").is_file():
         raise InputError(f"{model_dir}: not a model folder (expected config.json in it)")
@@ -84,12 +85,3 @@ def _token_ids(text: str | None) -> tuple[int, ...] | None:
     if not ids:
         raise InputError("--stop-token-ids: give at least one token id")
     return ids
-
-
-def main() -> None:
-    """Entry point of `python -m tuneloop.serve.app`: the same command without the CLI table."""
-    from tuneloop.cli import run_app
-
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command()(serve)
-    run_app(app)

@@ -1,7 +1,8 @@
 """Training-data hygiene: refuse training prompts that are eval-suite items.
 
 A training row whose user-visible prompt text equals a suite item's after normalization
-(lowercase, whitespace collapsed) is contamination: training on it inflates the post-eval.
+(`suite.normalize_prompt`: lowercase, whitespace collapsed) is contamination: training on it
+inflates the post-eval.
 Such rows are refused with the training file:line and the suite item id, unless the caller
 allows contamination, in which case the matches are returned so the run can record them.
 Deliberately exact-match only: near-duplicate detection (MinHash) lives in the data phase.
@@ -9,20 +10,13 @@ Deliberately exact-match only: near-duplicate detection (MinHash) lives in the d
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from tuneloop.errors import InputError
 from tuneloop.records import iter_jsonl
+from tuneloop.suite import normalize_prompt
 from tuneloop.train.data import Row, user_text
-
-_WS = re.compile(r"\s+")
-
-
-def normalize(text: str) -> str:
-    """Lowercase and collapse whitespace."""
-    return _WS.sub(" ", text.lower()).strip()
 
 
 def suite_index(paths: Iterable[Path]) -> dict[str, str]:
@@ -33,7 +27,7 @@ def suite_index(paths: Iterable[Path]) -> dict[str, str]:
         if not path.is_file():
             raise InputError(f"{path}: suite file not found (needed for the contamination check)")
         for n, item in iter_jsonl(path):
-            key = normalize(user_text(item))
+            key = normalize_prompt(user_text(item))
             if key:
                 index.setdefault(key, str(item.get("id", f"{path}:{n}")))
     return index
@@ -43,7 +37,7 @@ def find_contamination(rows: list[Row], index: dict[str, str]) -> list[str]:
     """`file:line ~ item id` for each training row whose prompt is a suite item."""
     hits = []
     for row in rows:
-        key = normalize(user_text(row.data))
+        key = normalize_prompt(user_text(row.data))
         if key and key in index:
             hits.append(f"{row.where} ~ {index[key]}")
     return hits

@@ -3,8 +3,9 @@
 `scorer_reward` turns scorers into a TRL reward function. TRL calls it with the batch's
 completions and, as keyword lists, every other dataset column; our GRPO dataset carries the
 original row as JSON in `item`, so the scorer sees exactly the reference fields the eval
-would see. The scorer is chosen per row: a fixed `reward_scorer` if given, else the row's own
-`scorer`, else the default — the same precedence as the evaluate phase.
+would see. The scorer is chosen per row by `scorers/resolve.py`, the evaluate phase's resolver:
+a fixed `reward_scorer` if given, else the row's own `scorer`, else the default. Unlike the
+eval, the row's `scorer_args` are also passed to the scorer's factory (as they always were).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from tuneloop.registry import scorers
-from tuneloop.scorers.base import ScoreFn
+from tuneloop.scorers.resolve import ScorerResolver
 
 
 def completion_text(completion: Any) -> str:
@@ -30,22 +30,14 @@ def scorer_reward(
     fixed: str | None, default: str, *, get: Callable[[str], Any] | None = None
 ) -> Callable[..., list[float | None]]:
     """A TRL reward function: reward_i = scorer(item_i, completion_i).value."""
-    lookup = get or scorers.get
-    cache: dict[str, ScoreFn] = {}
-
-    def scorer_for(item: dict[str, Any]) -> ScoreFn:
-        name = fixed or item.get("scorer") or default
-        args = item.get("scorer_args") or {}
-        key = f"{name}:{json.dumps(args, sort_keys=True)}"
-        if key not in cache:
-            cache[key] = lookup(name)(**args)
-        return cache[key]
+    resolver = ScorerResolver(default, override=fixed, get=get)
 
     def reward(completions: list[Any], item: list[str], **_: Any) -> list[float | None]:
         out: list[float | None] = []
         for completion, raw in zip(completions, item, strict=True):
             row = json.loads(raw)
-            out.append(float(scorer_for(row)(row, completion_text(completion)).value))
+            fn = resolver.resolve(row, row.get("scorer_args") or {}).fn
+            out.append(float(fn(row, completion_text(completion)).value))
         return out
 
     reward.__name__ = f"scorer_{fixed or default}"

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tuneloop.serve.app import ServerSettings, create_app
 from tuneloop.serve.engine import Engine
 from tuneloop.serve.protocol import Limits
+from tuneloop.serve.routes import ServerSettings, create_app
 
 NAME = "tiny"
 CHAT = {"model": NAME, "messages": [{"role": "user", "content": "What is 3 + 4?"}]}

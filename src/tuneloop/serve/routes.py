@@ -1,0 +1,275 @@
+"""The embedded server's routes: FastAPI handlers over the batching engine.
+
+Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`.
+Chat prompts are rendered with the model's chat template and decoding stops at the template's
+end-of-turn token (generation_config's eos ids), or exactly at `--stop-token-ids` when given
+(the loop passes one set for both arms, so they cannot stop in different places).
+Concurrent requests share decode batches; see `engine.py` for what batching does and
+`decode.py` for what it preserves. The process around them (bind, load, serve) is `server.py`.
+
+Safety: binds loopback unless told otherwise; with `--api-key-env VAR` every /v1 route needs
+`Authorization: Bearer $VAR`; bodies over `max_body_bytes` get a 413 and `max_tokens` over the
+cap a 400; malformed JSON and invalid parameters get a 400 with an OpenAI-style error body.
+Requests naming another model get a 404, so a client cannot silently evaluate the wrong model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import random
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tuneloop.serve.protocol import (
+    ApiError,
+    ChatRequest,
+    CompletionRequest,
+    Limits,
+    decode_body,
+    parse_chat,
+    parse_completion,
+    usage,
+)
+from tuneloop.serve.rows import Row, RowResult, derive_seed
+
+if TYPE_CHECKING:
+    from tuneloop.serve.engine import Engine
+
+
+# Seeds for requests that bring none (seeded once from the OS, not per request).
+_UNSEEDED = random.Random()
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Everything `run_server` needs besides the model folder."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    served_model_name: str | None = None
+    """Name clients put in `model`; defaults to the model folder as given."""
+    api_key: str | None = None
+    """Bearer token required on /v1 routes (read from the env var, never from argv)."""
+    max_batch_size: int = 64
+    batch_wait_ms: float = 5.0
+    limits: Limits = Limits()
+    threads: int | None = None
+    """torch intra-op threads; None picks half the cores, at most 4 (small models gain nothing
+    from more, and a busy machine loses a lot to spinning threads)."""
+    port_file: str | None = None
+    """Where to write the bound port (for port 0), for the parent that spawned us."""
+    parent_pid: int | None = None
+    """Exit when this process is no longer our parent."""
+    stop_token_ids: tuple[int, ...] | None = None
+    """Tokens that end a completion, replacing the checkpoint's generation-config eos ids."""
+
+
+def _error(err: ApiError) -> JSONResponse:
+    return JSONResponse(err.body(), status_code=err.status)
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refusing early once it exceeds `limit` (before reading it all)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise ApiError(
+            f"request body is {declared} bytes; the limit is {limit}",
+            status=413,
+            code="request_too_large",
+        )
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(
+                f"request body exceeds {limit} bytes", status=413, code="request_too_large"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _rows(
+    prompts: list[list[int]], req: ChatRequest | CompletionRequest, context: int | None
+) -> list[Row]:
+    """prompts × n rows; sample index k = prompt index · n + i seeds row k.
+
+    Deliberate deviation from vLLM, which refuses prompt + max_tokens > context: the length
+    is clamped to what the context leaves (finish_reason `length`), so that one eval config
+    works on toy models with tiny contexts. A prompt that fills the context is refused.
+    """
+    base = req.seed if req.seed is not None else _UNSEEDED.getrandbits(63)
+    assert req.max_tokens is not None  # filled in by parse_*
+    rows = []
+    for p, ids in enumerate(prompts):
+        if not ids:
+            raise ApiError("prompt is empty after tokenization", param="prompt")
+        room = req.max_tokens if context is None else context - len(ids)
+        if room < 1:
+            raise ApiError(
+                f"prompt is {len(ids)} tokens; the model's context is {context}",
+                param="messages" if isinstance(req, ChatRequest) else "prompt",
+                code="context_length_exceeded",
+            )
+        rows += [
+            Row(
+                prompt_ids=tuple(ids),
+                temperature=req.temperature,
+                top_p=req.top_p,
+                max_tokens=min(req.max_tokens, room),
+                seed=derive_seed(base, p * req.n + i),
+                stops=req.stop_list(),
+            )
+            for i in range(req.n)
+        ]
+    return rows
+
+
+class _Routes:
+    """Request handlers bound to one engine and one set of settings."""
+
+    def __init__(self, engine: Engine, name: str, settings: ServerSettings) -> None:
+        self.engine = engine
+        self.name = name
+        self.settings = settings
+
+    def check_auth(self, request: Request) -> None:
+        key = self.settings.api_key
+        if key is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+            raise ApiError(
+                "missing or wrong API key (Authorization: Bearer …)",
+                status=401,
+                code="invalid_api_key",
+            )
+
+    async def parse(self, request: Request, kind: str) -> ChatRequest | CompletionRequest:
+        self.check_auth(request)
+        body = decode_body(
+            await _read_body(request, self.settings.limits.max_body_bytes), self.settings.limits
+        )
+        limits = self.settings.limits
+        req = parse_chat(body, limits) if kind == "chat" else parse_completion(body, limits)
+        if req.model != self.name:
+            raise ApiError(
+                f"model {req.model!r} is not served here; this server serves {self.name!r}",
+                status=404,
+                param="model",
+                code="model_not_found",
+            )
+        return req
+
+    async def generate(
+        self, prompts: list[list[int]], req: ChatRequest | CompletionRequest
+    ) -> list[RowResult]:
+        rows = _rows(prompts, req, self.engine.context)
+        return await asyncio.wrap_future(self.engine.submit(rows))
+
+    def envelope(
+        self, kind: str, choices: list[dict[str, Any]], prompt_tokens: int, results: list[RowResult]
+    ) -> dict[str, Any]:
+        prefix, obj = (
+            ("chatcmpl", "chat.completion") if kind == "chat" else ("cmpl", "text_completion")
+        )
+        return {
+            "id": f"{prefix}-{_UNSEEDED.getrandbits(96):024x}",  # uuid4 costs a syscall
+            "object": obj,
+            "created": int(time.time()),
+            "model": self.name,
+            "choices": choices,
+            "usage": usage(prompt_tokens, sum(r.completion_tokens for r in results)),
+        }
+
+    async def chat(self, request: Request) -> dict[str, Any]:
+        req = await self.parse(request, "chat")
+        assert isinstance(req, ChatRequest)
+        messages = [{"role": m.role, "content": str(m.content)} for m in req.messages]
+        try:
+            prompt = self.engine.chat_prompt(messages)
+        except Exception as err:  # template errors are the request's (or model's) fault
+            raise ApiError(f"cannot render the chat template: {err}", param="messages") from None
+        results = await self.generate([prompt], req)
+        choices = [
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": r.text},
+                "finish_reason": r.finish_reason,
+                "logprobs": None,
+            }
+            for i, r in enumerate(results)
+        ]
+        return self.envelope("chat", choices, len(prompt), results)
+
+    async def completions(self, request: Request) -> dict[str, Any]:
+        req = await self.parse(request, "text")
+        assert isinstance(req, CompletionRequest)
+        texts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
+        prompts = [self.engine.text_prompt(t) for t in texts]
+        results = await self.generate(prompts, req)
+        choices = [
+            {"index": i, "text": r.text, "finish_reason": r.finish_reason, "logprobs": None}
+            for i, r in enumerate(results)
+        ]
+        return self.envelope("text", choices, sum(len(p) for p in prompts), results)
+
+    def models(self, request: Request) -> dict[str, Any]:
+        self.check_auth(request)
+        return {
+            "object": "list",
+            "data": [{"id": self.name, "object": "model", "created": 0, "owned_by": "tuneloop"}],
+        }
+
+
+def create_app(engine: Engine, name: str, settings: ServerSettings) -> FastAPI:
+    """The FastAPI app; the caller owns the engine's start and close."""
+    app = FastAPI(title="tuneloop embedded server", docs_url=None, redoc_url=None)
+    routes = _Routes(engine, name, settings)
+    app.state.routes = routes
+
+    async def guarded(handler: Any, request: Request) -> JSONResponse:
+        try:
+            result = handler(request)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return JSONResponse(result)
+        except ApiError as err:
+            return _error(err)
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "model": name}
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> JSONResponse:
+        return await guarded(routes.models, request)
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> JSONResponse:
+        return await guarded(routes.chat, request)
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> JSONResponse:
+        return await guarded(routes.completions, request)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(
+            ApiError(
+                str(exc.detail),
+                status=exc.status_code,
+                type="not_found_error" if exc.status_code == 404 else "invalid_request_error",
+            )
+        )
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        return _error(ApiError(f"internal error: {exc!r}", status=500, type="server_error"))
+
+    return app

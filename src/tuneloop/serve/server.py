@@ -1,0 +1,105 @@
+"""The embedded server's process: bind, load the model, serve the routes until a signal.
+
+Process hygiene (for `lifecycle.py`): the socket is bound before the model loads, so a busy
+port fails in milliseconds (exit 3) rather than after loading; a model that fails to load exits
+4; with `--parent-pid` the server dies with its parent (PR_SET_PDEATHSIG plus a watchdog).
+Started by `tuneloop serve MODEL_DIR` (`command.py`) or `python -m tuneloop.serve.app`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tuneloop.serve.routes import ServerSettings, create_app
+
+EXIT_BIND = 3
+EXIT_LOAD = 4
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Exit when `parent_pid` stops being our parent: PR_SET_PDEATHSIG where the kernel has it,
+    and a watchdog thread as well (the prctl is lost if the parent died before it was set)."""
+    from tuneloop.serve.lifecycle import set_pdeathsig
+
+    set_pdeathsig()
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tuneloop-parent-watchdog", daemon=True).start()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def _log(msg: str) -> None:
+    print(f"tuneloop-serve: {msg}", file=sys.stderr, flush=True)
+
+
+def preflight(model_dir: Path) -> None:
+    """Cheap checks before the slow imports: a readable config.json naming an architecture."""
+    try:
+        config = json.loads((model_dir / "config.json").read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{model_dir / 'config.json'}: {err}") from None
+    if not isinstance(config, dict) or "model_type" not in config:
+        raise ValueError(f"{model_dir / 'config.json'}: expected an object with 'model_type'")
+
+
+def run_server(model_dir: str, settings: ServerSettings) -> int:
+    """Bind, load, serve until SIGTERM/SIGINT. Returns the process exit status."""
+    from tuneloop.records import atomic_write_text
+
+    if settings.parent_pid is not None:
+        die_with_parent(settings.parent_pid)
+    try:
+        sock = bind(settings.host, settings.port)
+    except OSError as err:
+        _log(f"error: cannot bind {settings.host}:{settings.port}: {err.strerror or err}")
+        return EXIT_BIND
+    port = sock.getsockname()[1]
+    if settings.port_file:
+        atomic_write_text(Path(settings.port_file), f"{port}\n")
+    _log(f"loading {model_dir} (port {port})")
+    try:
+        preflight(Path(model_dir))
+        # Heavy imports only now, so that a busy port or a broken folder fails in milliseconds.
+        import torch
+
+        from tuneloop.serve.engine import load_engine
+
+        torch.set_num_threads(settings.threads or max(1, min(4, (os.cpu_count() or 1) // 2)))
+        engine = load_engine(
+            model_dir,
+            max_batch_size=settings.max_batch_size,
+            batch_wait_ms=settings.batch_wait_ms,
+            stop_token_ids=settings.stop_token_ids,
+        ).start()
+    except Exception as err:
+        _log(f"error: model {model_dir} failed to load: {type(err).__name__}: {err}")
+        return EXIT_LOAD
+    import uvicorn
+
+    name = settings.served_model_name or model_dir
+    app = create_app(engine, name, settings)
+    _log(f"serving {name!r} on http://{settings.host}:{port}/v1")
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        engine.close()
+    return 0
