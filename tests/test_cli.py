@@ -109,4 +109,4 @@ def test_the_server_module_entry_point_exits_2_on_a_usage_error(tmp_path: Path) 
     )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    assert "Invalid value for '--port'" in done.stderr
+    assert "--port: must be <= 65535 (got 70000)" in done.stderr

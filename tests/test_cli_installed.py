@@ -94,13 +94,14 @@ def _input_error_cases(tmp: Path) -> dict[str, tuple[str, ...]]:
     eval_ = ("eval", "--endpoint", "http://127.0.0.1:9", "--model", "m")
     gate = ("gate", "--champion", str(tmp), "--challenger", str(tmp), "--slice", "gate")
     power = ("power", "--pilot", str(tmp), "--effect")
+    train = ("train", "--base", str(tmp), "--data", str(latin1))
     return {
         "eval --out below a file": (*eval_, "--suite", str(latin1), "--out", below_file),
         "compare --out below a file": ("compare", str(tmp), str(tmp), "--out", below_file),
-        "train --out below a file": ("train", "--out", below_file),
-        "train --steps 0": ("train", "--steps", "0", *out),
-        "train --lr nan": ("train", "--lr", "nan", *out),
-        "train --lora-dropout 1": ("train", "--lora-dropout", "1", *out),
+        "train --out below a file": (*train, "--out", below_file),
+        "train --steps 0": (*train, "--steps", "0", *out),
+        "train --lr nan": (*train, "--lr", "nan", *out),
+        "train --lora-dropout 1": (*train, "--lora-dropout", "1", *out),
         "merge --out below a file": (
             "merge",
             "--base",
@@ -133,9 +134,9 @@ EXPECTED = {
     "eval --out below a file": "a-file is a file, not a folder",
     "compare --out below a file": "a-file is a file, not a folder",
     "train --out below a file": "a-file is a file, not a folder",
-    "train --steps 0": "'--steps'",
-    "train --lr nan": "--lr must be > 0, got nan",
-    "train --lora-dropout 1": "--lora-dropout must lie in [0, 1), got 1.0",
+    "train --steps 0": "--steps: must be > 0 (got 0)",
+    "train --lr nan": "--learning-rate: must be > 0 (got nan)",  # --lr: a deprecated alias
+    "train --lora-dropout 1": "--lora-dropout: must be < 1 (got 1.0)",
     "merge --out below a file": "a-file is a file, not a folder",
     "run with its workdir below a file": "a-file/out: cannot create or write it (Not a directory",
     "check a folder": "is a folder, expected a config file",
@@ -145,8 +146,8 @@ EXPECTED = {
     "eval a folder as suite": "is a folder, expected a suite file",
     "eval --slices nan": "--slices: the fraction of slice 'dev' must lie in (0, 1]",
     "gate a non-UTF-8 suite": "latin1.jsonl:2: not UTF-8 text",
-    "serve --port 70000": "'--port'",
-    "serve --port -1": "'--port'",
+    "serve --port 70000": "--port: must be <= 65535 (got 70000)",
+    "serve --port -1": "--port: must be >= 0 (got -1)",
     "power --effect 5": "--effect must lie in (0, 1]",
     "power --effect 0": "--effect must lie in (0, 1]",
     "power --effect -0.1": "--effect must lie in (0, 1]",

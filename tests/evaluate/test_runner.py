@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
+from tuneloop.config import SlicingConfig
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.evaluate import EvalSettings, evaluate
 from tuneloop.evaluate.plan import sample_seed
@@ -97,7 +99,7 @@ def test_resume_repairs_a_torn_line(fake_server, small_suite, tmp_path) -> None:
     [
         ({"settings": EvalSettings(n_samples=2, temperature=0.7)}, "sampling params"),
         ({"model_identity": "other"}, "model"),
-        ({"slice_name": "dev"}, "slice"),
+        ({"settings": FAST.model_copy(update={"slice": "dev"})}, "slice"),
     ],
 )
 def test_resume_refuses_other_settings(fake_server, small_suite, tmp_path, change, message):
@@ -126,18 +128,22 @@ def test_refused_endpoint_stops_with_input_error(fake_server, small_suite, tmp_p
 
 
 def test_slices_and_unknown_slice(fake_server, small_suite, tmp_path) -> None:
-    slices = {"dev": 0.5, "gate": 0.5}
-    dev = run(fake_server, small_suite, tmp_path / "dev", slice_name="dev", slices=slices)
-    gate = run(fake_server, small_suite, tmp_path / "gate", slice_name="gate", slices=slices)
+    slicing = SlicingConfig(slices={"dev": 0.5, "gate": 0.5})
+
+    def on(name: str, out: Path):
+        settings = FAST.model_copy(update={"slice": name})
+        return run(fake_server, small_suite, out, settings, slicing=slicing)
+
+    dev, gate = on("dev", tmp_path / "dev"), on("gate", tmp_path / "gate")
     assert set(dev.item_ids).isdisjoint(gate.item_ids)
     assert len(dev.item_ids) + len(gate.item_ids) == 30
     with pytest.raises(InputError, match="did you mean 'gate'"):
-        run(fake_server, small_suite, tmp_path / "x", slice_name="gat", slices=slices)
+        on("gat", tmp_path / "x")
 
 
-def test_bad_settings_are_reported_together(fake_server, small_suite, tmp_path) -> None:
-    with pytest.raises(InputError, match="n_samples must be ≥ 1.*top_p"):
-        run(fake_server, small_suite, tmp_path / "x", EvalSettings(n_samples=0, top_p=2.0))
+def test_bad_settings_are_reported_together() -> None:
+    with pytest.raises(ValidationError, match=r"(?s)n_samples.*greater than 0.*top_p"):
+        EvalSettings(n_samples=0, top_p=2.0)
 
 
 def test_unreachable_endpoint_fails_closed(small_suite, tmp_path) -> None:

@@ -4,15 +4,18 @@ from pathlib import Path
 
 import pytest
 
+from pydantic import ValidationError
+
 from tuneloop.config import GateConfig
 from tuneloop.errors import InputError
-from tuneloop.gate.bar import FIELDS, Bar, bar_from_mapping, load_bar
+from tuneloop.gate.bar import FIELDS, Bar, load_bar
 
 
-def test_defaults_match_gate_config() -> None:
-    # The loop unpacks GateConfig into a Bar: the two must not drift apart.
-    cfg = GateConfig()
-    assert {f: getattr(cfg, f) for f in FIELDS} == Bar().to_dict()
+def test_the_gate_section_carries_the_bar() -> None:
+    # One definition: a GateConfig's bar keys are a Bar, defaults and all.
+    cfg = GateConfig(margin=0.03, enabled=False)
+    assert Bar.of(cfg) == Bar(margin=0.03)
+    assert set(Bar().to_dict()) == set(FIELDS) and "enabled" not in FIELDS
 
 
 def test_yaml_and_json_bar_files(tmp_path: Path) -> None:
@@ -26,13 +29,15 @@ def test_yaml_and_json_bar_files(tmp_path: Path) -> None:
 
 def test_every_problem_reported_with_file_and_key(tmp_path: Path) -> None:
     path = tmp_path / "bar.yaml"
-    path.write_text("margn: 0.1\nalpha: 2\ntest: ttest\n")
+    path.write_text("margn: 0.1\nalpha: 2\ntest: ttest\nk: true\n")
     with pytest.raises(InputError) as err:
         load_bar(path)
     msg = str(err.value)
-    assert str(path) in msg and "3 error(s)" in msg
-    assert "did you mean 'margin'" in msg
-    assert "alpha: expected" in msg and "test: expected permutation or sign" in msg
+    assert str(path) in msg and "4 error(s)" in msg
+    assert "margn (line 1): unknown key (did you mean 'margin'?)" in msg
+    assert "alpha (line 2): must be < 0.5" in msg
+    assert "test (line 3): Input should be 'permutation' or 'sign'" in msg
+    assert "k (line 4): Input should be a valid integer" in msg  # strict: a boolean is no k
 
 
 def test_unparsable_file_names_line(tmp_path: Path) -> None:
@@ -45,8 +50,9 @@ def test_unparsable_file_names_line(tmp_path: Path) -> None:
 
 
 def test_constructor_validates_and_hash_is_stable() -> None:
-    with pytest.raises(InputError, match="min_items"):
+    with pytest.raises(ValidationError, match="min_items"):
         Bar(min_items=0)
-    with pytest.raises(InputError, match="unknown key"):
-        bar_from_mapping({"enabled": True}, "x")
+    with pytest.raises(ValidationError, match="enabled"):
+        Bar.model_validate({"enabled": True})
+    assert Bar(margin=0).to_dict()["margin"] == 0.0  # an int margin hashes as the float
     assert Bar().sha256() == Bar().sha256() != Bar(margin=0.01).sha256()

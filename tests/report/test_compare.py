@@ -9,6 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from tuneloop.config import ReportConfig
 from tuneloop.errors import InputError
 from tuneloop.records import read_record
 from tuneloop.report import DeltaReport, compare
@@ -27,7 +28,7 @@ def _logs(make_log: Make) -> tuple[Path, Path]:
 def test_compare_writes_every_artifact(make_log: Make, tmp_path: Path) -> None:
     pre, post = _logs(make_log)
     out = tmp_path / "report"
-    r = compare(pre, post, out, n_resamples=300)
+    r = compare(pre, post, out, settings=ReportConfig(n_resamples=300))
     assert sorted(p.name for p in out.iterdir()) == [
         "delta.json",
         "delta.md",

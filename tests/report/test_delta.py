@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tuneloop import stats
+from tuneloop.config import ReportConfig
 from tuneloop.errors import InputError
 from tuneloop.report import compute_delta
 from tuneloop.samplelog import load_sample_log
@@ -36,7 +37,7 @@ def pair(make_log: Make) -> tuple[Path, Path]:
 
 def test_numbers_match_the_stats_library(pair: tuple[Path, Path]) -> None:
     pre_log, post_log = load_sample_log(pair[0]), load_sample_log(pair[1])
-    r = compute_delta(pre_log, post_log, n_resamples=2000, seed=3)
+    r = compute_delta(pre_log, post_log, settings=ReportConfig(n_resamples=2000, seed=3))
     by_item = lambda rows: stats.mean_item_scores((x.item_id, x.value) for x in rows)  # noqa: E731
     a = np.array(list(by_item(pre_log[1]).values()))
     b = np.array(list(by_item(post_log[1]).values()))
@@ -61,8 +62,8 @@ def test_numbers_match_the_stats_library(pair: tuple[Path, Path]) -> None:
 
 def test_swapping_arms_negates_delta_and_mirrors_everything(pair: tuple[Path, Path]) -> None:
     pre, post = load_sample_log(pair[0]), load_sample_log(pair[1])
-    r = compute_delta(pre, post, n_resamples=1001)
-    s = compute_delta(post, pre, n_resamples=1001)
+    r = compute_delta(pre, post, settings=ReportConfig(n_resamples=1001))
+    s = compute_delta(post, pre, settings=ReportConfig(n_resamples=1001))
     assert s.delta == pytest.approx(-r.delta)
     assert s.delta_ci == pytest.approx((-r.delta_ci[1], -r.delta_ci[0]))
     assert s.p_two_sided == pytest.approx(r.p_two_sided)
@@ -74,7 +75,9 @@ def test_swapping_arms_negates_delta_and_mirrors_everything(pair: tuple[Path, Pa
 
 
 def test_per_tag_breakdown(pair: tuple[Path, Path]) -> None:
-    r = compute_delta(load_sample_log(pair[0]), load_sample_log(pair[1]), n_resamples=500)
+    r = compute_delta(
+        load_sample_log(pair[0]), load_sample_log(pair[1]), settings=ReportConfig(n_resamples=500)
+    )
     tags = {t.tag: t for t in r.per_tag}
     assert sorted(tags) == ["even", "odd", "x"]
     assert tags["even"].n_items == tags["odd"].n_items == 20 and tags["x"].n_items == 5
@@ -88,7 +91,9 @@ def test_missing_and_errors_count_as_zero_and_are_reported(make_log: Make) -> No
     pre = make_log({"a": [1.0, 1.0], "b": [1.0, 0.0]})
     # a: one missing row, one harness error; b: sample 1 never written at all
     post = make_log({"a": [None, -1.0], "b": [1.0]}, n_samples=2)
-    r = compute_delta(load_sample_log(pre), load_sample_log(post), n_resamples=200)
+    r = compute_delta(
+        load_sample_log(pre), load_sample_log(post), settings=ReportConfig(n_resamples=200)
+    )
     assert (r.post.ok, r.post.missing, r.post.harness_error) == (1, 2, 1)
     assert r.post.n_samples_total == 4
     assert r.post.mean == pytest.approx(0.25)
@@ -120,7 +125,7 @@ def test_refuses_different_item_sets_and_bad_subsets(make_log: Make) -> None:
         compute_delta(same, same, item_ids=["zzz"])
     with pytest.raises(InputError, match="no items"):
         compute_delta(same, same, item_ids=[])
-    r = compute_delta(same, same, item_ids=["b"], n_resamples=10)
+    r = compute_delta(same, same, item_ids=["b"], settings=ReportConfig(n_resamples=10))
     assert r.n_items == 1 and r.settings.items_restricted
     assert r.d_z is None and r.mde is None and r.delta == 0.0
 
@@ -129,14 +134,16 @@ def test_single_binary_sample_permutation_equals_sign_test(make_log: Make) -> No
     rng = np.random.default_rng(5)
     pre = make_log({f"i{k}": [float(rng.integers(0, 2))] for k in range(60)})
     post = make_log({f"i{k}": [float(rng.integers(0, 2))] for k in range(60)})
-    r = compute_delta(load_sample_log(pre), load_sample_log(post), n_resamples=100)
+    r = compute_delta(
+        load_sample_log(pre), load_sample_log(post), settings=ReportConfig(n_resamples=100)
+    )
     assert r.p_two_sided == pytest.approx(r.sign_p_two_sided, rel=1e-9)
     assert r.p_greater == pytest.approx(r.sign_p_greater, rel=1e-9)
 
 
 def test_passk_curves(pair: tuple[Path, Path]) -> None:
     pre = load_sample_log(pair[0])
-    r = compute_delta(pre, load_sample_log(pair[1]), n_resamples=500)
+    r = compute_delta(pre, load_sample_log(pair[1]), settings=ReportConfig(n_resamples=500))
     pk = r.passk
     assert pk.k == [1, 2, 3, 4]
     assert pk.pre.value[0] == pytest.approx(r.pre.mean)  # binary scores: pass@1 = mean

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from tuneloop.config import ReportConfig
 from tuneloop.report import compare
 from tuneloop.report.record import DeltaReport
 from tuneloop.samplelog import SAMPLES_FILE
@@ -28,7 +29,9 @@ def test_finish_reasons_and_truncated_share_per_arm(make_log: Make, tmp_path: Pa
     post = make_log({"a": [1.0, 1.0], "b": [1.0, 1.0], "c": [0.0, 1.0]})
     _set_finish(pre, ["length", "length", "stop", None, "length", None])
     _set_finish(post, ["stop"] * 6)
-    report = compare(pre, post, tmp_path / "out", n_resamples=200, figures=False)
+    report = compare(
+        pre, post, tmp_path / "out", settings=ReportConfig(n_resamples=200), figures=False
+    )
     # pre: 5 completions (one sample missing): 3 length, 1 stop, 1 with no reason reported
     assert report.pre.finish_reasons == {"length": 3, "stop": 1, "unknown": 1}
     assert report.pre.length_share == 3 / 5
@@ -46,6 +49,6 @@ def test_no_warning_when_both_arms_stop_alike(make_log: Make, tmp_path: Path) ->
     post = make_log({"a": [1.0], "b": [1.0]})
     _set_finish(pre, ["stop", "stop"])
     _set_finish(post, ["stop", "stop"])
-    compare(pre, post, tmp_path / "out", n_resamples=100, figures=False)
+    compare(pre, post, tmp_path / "out", settings=ReportConfig(n_resamples=100), figures=False)
     md = (tmp_path / "out" / "delta.md").read_text()
     assert "| pre | 2 | 0.0% |" in md and "Warning" not in md

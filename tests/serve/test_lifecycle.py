@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tuneloop.config import ServerConfig
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.serve import serving
 from tuneloop.serve.lifecycle import Launch, launched, spawn, terminate_group
@@ -105,7 +106,7 @@ def test_a_busy_port_fails_fast_before_spawning(tiny_model: Path, busy_port: int
 
 
 def test_the_server_reports_a_busy_port_before_loading(busy_port: int) -> None:
-    settings = ServerSettings(port=busy_port)
+    settings = ServerSettings(config=ServerConfig(port=busy_port))
     assert run_server("/does/not/matter", settings) == EXIT_BIND
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tuneloop.config import ServerConfig
 from tuneloop.serve.engine import Engine
-from tuneloop.serve.protocol import Limits
 from tuneloop.serve.routes import ServerSettings, create_app
 
 NAME = "tiny"
@@ -124,7 +124,7 @@ async def test_stop_strings_cut_the_completion(engine: Engine) -> None:
 async def test_bad_requests_get_openai_error_bodies(
     engine: Engine, path: str, payload: bytes, status: int, code: str | None
 ) -> None:
-    async with client(engine, limits=Limits(max_tokens_cap=50, max_body_bytes=4096)) as c:
+    async with client(engine, config=ServerConfig(max_tokens_cap=50, max_body_bytes=4096)) as c:
         r = await c.post(path, content=payload)
     assert r.status_code == status
     error = r.json()["error"]

@@ -29,17 +29,15 @@ def test_reward_rises_on_a_learnable_reward(
     if "test_alnum" not in scorers:
         scorers.add("test_alnum", _alnum_fraction, origin="tests")
     settings = TrainSettings(
+        method="grpo",
         steps=30,
         batch_size=2,
-        group_size=8,
-        max_completion_length=4,
-        lora_r=8,
-        lora_alpha=16,
+        grpo={"group_size": 8, "max_completion_length": 4, "scorer": "test_alnum"},
+        lora={"r": 8, "alpha": 16},
         learning_rate=5e-2,
-        reward_scorer="test_alnum",
         seed=0,
     )
-    out = train("grpo", tiny_model, prompts, tmp_path / "a", settings, progress=False)
+    out = train(tiny_model, prompts, tmp_path / "a", settings, progress=False)
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     rewards = [r["reward_mean"] for r in rows]
     assert len(rewards) == 30

@@ -8,7 +8,7 @@ from tuneloop.errors import InputError
 from tuneloop.records import read_record, sha256_path
 from tuneloop.train import Lineage, TrainSettings, doctor, merge, train
 
-TINY = TrainSettings(steps=1, batch_size=2, lora_r=4, lora_alpha=8)
+TINY = TrainSettings(method="sft", steps=1, batch_size=2, lora={"r": 4, "alpha": 8})
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def adapter(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("adapter")
     data = folder / "d.jsonl"
     data.write_text(json.dumps({"prompt": "What is 1 + 1?", "answer": "2"}) + "\n")
-    return train("sft", tiny_model, data, folder / "a", TINY, progress=False)
+    return train(tiny_model, data, folder / "a", TINY, progress=False)
 
 
 def _weights(folder: Path) -> dict:

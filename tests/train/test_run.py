@@ -11,14 +11,22 @@ from tuneloop.records import read_record, sha256_file
 from tuneloop.train import TrainRunRecord, TrainSettings, train
 
 TINY = TrainSettings(
-    steps=2, batch_size=2, group_size=2, max_completion_length=4, lora_r=4, lora_alpha=8
+    method="sft",
+    steps=2,
+    batch_size=2,
+    grpo={"group_size": 2, "max_completion_length": 4},
+    lora={"r": 4, "alpha": 8},
 )
+
+
+def tiny(method: str, **update: object) -> TrainSettings:
+    return TINY.model_copy(update={"method": method, **update})
 
 
 def test_sft_writes_adapter_metrics_and_settings(
     tiny_model: Path, prompts: Path, tmp_path: Path
 ) -> None:
-    out = train("sft", tiny_model, prompts, tmp_path / "sft", TINY, progress=False)
+    out = train(tiny_model, prompts, tmp_path / "sft", tiny("sft"), progress=False)
     assert (out / "adapter_config.json").is_file()
     assert (out / "adapter_model.safetensors").is_file()
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
@@ -37,7 +45,7 @@ def test_dpo_trains(tiny_model: Path, tmp_path: Path) -> None:
             for i in range(4)
         ],
     )
-    out = train("dpo", tiny_model, data, tmp_path / "dpo", TINY, progress=False)
+    out = train(tiny_model, data, tmp_path / "dpo", tiny("dpo"), progress=False)
     assert (out / "adapter_model.safetensors").is_file()
 
 
@@ -46,16 +54,14 @@ def test_contamination_refused_then_recorded(
 ) -> None:
     suite = write_jsonl(tmp_path / "suite.jsonl", [{**arith_rows(1)[0], "id": "suite-0"}])
     with pytest.raises(InputError, match=r"prompts\.jsonl:1 ~ suite-0"):
-        train("sft", tiny_model, prompts, tmp_path / "x", TINY, suite_paths=[suite])
+        train(tiny_model, prompts, tmp_path / "x", tiny("sft"), suite_paths=[suite])
     assert not (tmp_path / "x").exists()
     out = train(
-        "sft",
         tiny_model,
         prompts,
         tmp_path / "y",
-        TINY,
+        tiny("sft", allow_contamination=True),
         suite_paths=[suite],
-        allow_contamination=True,
         progress=False,
     )
     rec = read_record(out / "train_settings.json", TrainRunRecord)
@@ -64,16 +70,16 @@ def test_contamination_refused_then_recorded(
 
 def test_bad_inputs_are_input_errors(tiny_model: Path, prompts: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="did you mean 'sft'"):
-        train("sfd", tiny_model, prompts, tmp_path / "a", TINY)
+        train(tiny_model, prompts, tmp_path / "a", tiny("sfd"))
     with pytest.raises(InputError, match="no config.json"):
-        train("sft", tmp_path, prompts, tmp_path / "a", TINY)
+        train(tmp_path, prompts, tmp_path / "a", tiny("sft"))
     (tmp_path / "exists").mkdir()
     with pytest.raises(InputError, match="already exists"):
-        train("sft", tiny_model, prompts, tmp_path / "exists", TINY)
+        train(tiny_model, prompts, tmp_path / "exists", tiny("sft"))
 
 
 def test_grpo_under_torchrun_two_processes(tiny_model: Path, prompts: Path, tmp_path: Path) -> None:
-    out = train("grpo", tiny_model, prompts, tmp_path / "ddp", TINY, nproc=2, progress=False)
+    out = train(tiny_model, prompts, tmp_path / "ddp", tiny("grpo", nproc=2), progress=False)
     assert (out / "adapter_model.safetensors").is_file()
     rec = read_record(out / "train_settings.json", TrainRunRecord)
     assert rec.nproc == 2
@@ -84,9 +90,7 @@ def test_grpo_under_torchrun_two_processes(tiny_model: Path, prompts: Path, tmp_
 def test_grpo_with_sft_warmup_logs_both_phases(
     tiny_model: Path, prompts: Path, tmp_path: Path
 ) -> None:
-    from dataclasses import replace
-
-    s = replace(TINY, sft_warmup_steps=2, sft_warmup_batch_size=4)
-    out = train("grpo", tiny_model, prompts, tmp_path / "w", s, progress=False)
+    s = tiny("grpo", sft_warmup_steps=2, sft_warmup_batch_size=4)
+    out = train(tiny_model, prompts, tmp_path / "w", s, progress=False)
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["phase"] for r in rows] == ["sft_warmup"] * 2 + ["grpo"] * 2

@@ -1,7 +1,7 @@
 """`loop.yaml`: one pydantic model per phase (`models`), loaded with every error at once (`load`).
 
-The models are the config's public face; phase code never receives them — the loop unpacks
-them into plain typed arguments.
+Each section is also its phase's settings, and the commands generate their options from it
+(`options.settings_options`), so every setting has one definition.
 """
 
 from tuneloop.config.load import (
@@ -13,6 +13,7 @@ from tuneloop.config.load import (
 )
 from tuneloop.config.models import (
     ArchiveConfig,
+    BarConfig,
     ConfigPath,
     DataConfig,
     EvalConfig,
@@ -25,6 +26,8 @@ from tuneloop.config.models import (
     ReportConfig,
     Section,
     ServeConfig,
+    ServerConfig,
+    SlicingConfig,
     SuiteConfig,
     TrainConfig,
     VllmConfig,
@@ -33,6 +36,7 @@ from tuneloop.config.reference import config_reference
 
 __all__ = [
     "ArchiveConfig",
+    "BarConfig",
     "ConfigPath",
     "DataConfig",
     "EvalConfig",
@@ -45,6 +49,8 @@ __all__ = [
     "ReportConfig",
     "Section",
     "ServeConfig",
+    "ServerConfig",
+    "SlicingConfig",
     "SuiteConfig",
     "TrainConfig",
     "VllmConfig",

@@ -10,7 +10,7 @@ what was expected; unknown keys get "did you mean …". Nothing is written while
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -93,7 +93,7 @@ def load_yaml_model(path: Path, model: type[M], what: str, overrides: list[str] 
         cfg = model.model_validate(data, context={"base_dir": path.parent.resolve()})
     except ValidationError as err:
         lines = line_map(node)
-        errors.extend(_format_error(e, lines, model) for e in err.errors())
+        errors.extend(format_error(e, lines, model) for e in err.errors())
         cfg = None
     if errors or cfg is None:
         raise InputError(f"{path}: {len(errors)} error(s)\n  " + "\n  ".join(errors))
@@ -151,9 +151,16 @@ def _model_at(root: type[BaseModel], loc: tuple[str, ...]) -> type[BaseModel] | 
     return model
 
 
-def _format_error(e: Any, lines: dict[tuple[str, ...], int], root: type[BaseModel]) -> str:
+def format_error(
+    e: Any,
+    lines: dict[tuple[str, ...], int],
+    root: type[BaseModel],
+    name: Callable[[tuple[str, ...]], str] = ".".join,
+) -> str:
+    """One pydantic error as `where: what (got …)`; `name` spells a location (YAML path or
+    command-line option), `lines` adds the YAML line where known."""
     loc = tuple(str(p) for p in e["loc"] if not str(p).startswith("function-"))
-    dotted = ".".join(loc) or "(top level)"
+    dotted = name(loc) if loc else "(top level)"
     line = lines.get(loc)
     where = f"{dotted} (line {line})" if line else dotted
     kind = e["type"]
@@ -163,7 +170,7 @@ def _format_error(e: Any, lines: dict[tuple[str, ...], int], root: type[BaseMode
         return f"{where}: unknown key{hint}"
     if kind == "missing":
         return f"{where}: required key is missing"
-    msg = e["msg"]
+    msg = str(e["msg"]).removeprefix("Value error, ")  # our validators' own words
     if kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
         msg = msg.replace("Input should be", "must be")
         for words, sign in _COMPARISONS:

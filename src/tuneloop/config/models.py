@@ -1,13 +1,20 @@
-"""The models of `loop.yaml`: one pydantic section per phase, a docstring under each field.
+"""The models of `loop.yaml`: one frozen pydantic section per phase, a docstring under each field.
 
-Phase code never receives these models: the loop unpacks them into plain typed arguments.
-Loading (overrides, path resolution, every error at once) lives in `tuneloop.config.load`.
+Each section is also its phase's settings: the phase function takes it as is (`EvalConfig` is
+`evaluate`'s `EvalSettings`, `TrainConfig` is `train`'s `TrainSettings`, `BarConfig` is the
+gate's `Bar`, `ReportConfig` the report's settings, `ServerConfig` the embedded server's), and
+the commands generate their options from it (`tuneloop.config.options`). So a setting is
+declared once, here, with its type, bounds, default and help. Loading (overrides, path
+resolution, every error at once) lives in `tuneloop.config.load`.
+
+Adding a setting: declare it in its section with a docstring, then use it in the phase. The
+CLI option, `docs/config.md` (`tuneloop config-reference`) and validation follow.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -15,6 +22,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -117,23 +125,35 @@ class ExternalConfig(Section):
         return self
 
 
-class ServeConfig(Section):
-    backend: str = "embedded"
-    """Serving backend: `embedded` (FastAPI + transformers, CPU default), `vllm`, `external`."""
+class ServerConfig(Section):
+    """The embedded server's settings (`tuneloop serve`; `serve:` in loop.yaml)."""
+
     host: str = "127.0.0.1"
     """Interface to bind; loopback by default."""
     port: int = Field(default=0, ge=0, le=65535)
     """Port to bind; 0 picks a free port."""
-    startup_timeout_s: float = Field(default=300.0, gt=0)
-    """Seconds to wait for the health check plus one real completion."""
     max_batch_size: int = Field(default=64, gt=0)
     """Embedded server: most sequences in one `generate` batch."""
     batch_wait_ms: float = Field(default=5.0, ge=0)
     """Embedded server: how long to wait for more requests before starting a batch."""
     max_tokens_cap: int = Field(default=2048, gt=0)
     """Largest `max_tokens` a request may ask for."""
+    max_body_bytes: int = Field(default=1 << 20, gt=0)
+    """Embedded server: largest request body in bytes (larger ones get a 413)."""
+    max_rows: int = Field(default=1024, gt=0)
+    """Embedded server: most rows (prompts × n) one request may add to the queue."""
+    threads: int | None = Field(default=None, gt=0)
+    """Embedded server: torch threads; None picks half the cores, at most 4 (small models
+    gain nothing from more, and a busy machine loses a lot to spinning threads)."""
     api_key_env: str | None = None
     """Embedded or vLLM server: require `Authorization: Bearer $VAR` when set."""
+
+
+class ServeConfig(ServerConfig):
+    backend: str = "embedded"
+    """Serving backend: `embedded` (FastAPI + transformers, CPU default), `vllm`, `external`."""
+    startup_timeout_s: float = Field(default=300.0, gt=0)
+    """Seconds to wait for the health check plus one real completion."""
     vllm: VllmConfig = VllmConfig()
     external: ExternalConfig = ExternalConfig()
 
@@ -164,9 +184,9 @@ class ServeConfig(Section):
 # ---- suite and evaluation ------------------------------------------------------------------
 
 
-class SuiteConfig(Section):
-    path: ConfigPath
-    """The suite JSONL (one item per line: id, messages or prompt, answer/tests, scorer, tags)."""
+class SlicingConfig(Section):
+    """How a suite is scored by default and cut into slices (shared by `suite:` and the CLI)."""
+
     default_scorer: str = "numeric"
     """Scorer for items that do not name one."""
     slices: dict[str, float] = {"dev": 0.5, "gate": 0.5}
@@ -174,8 +194,22 @@ class SuiteConfig(Section):
     stratify_by_tag: bool = False
     """Draw each slice's fraction within every tag separately."""
 
+    @field_validator("slices", mode="before")
+    @classmethod
+    def _slices_text(cls, value: Any) -> Any:
+        """Also accept `dev=0.5,gate=0.5` (the command-line spelling)."""
+        if not isinstance(value, str):
+            return value
+        from tuneloop.errors import InputError
+        from tuneloop.suite import parse_slice_fractions
+
+        try:
+            return parse_slice_fractions(value, "slices")
+        except InputError as err:
+            raise ValueError(str(err).removeprefix("slices: ")) from None
+
     @model_validator(mode="after")
-    def _fractions(self) -> SuiteConfig:
+    def _fractions(self) -> SlicingConfig:
         bad = {k: v for k, v in self.slices.items() if not 0 < v <= 1}
         if bad:
             raise ValueError(f"slice fractions must be in (0, 1] (got {bad})")
@@ -183,6 +217,11 @@ class SuiteConfig(Section):
         if total > 1 + 1e-9:
             raise ValueError(f"slice fractions must sum to ≤ 1 (got {total:g})")
         return self
+
+
+class SuiteConfig(SlicingConfig):
+    path: ConfigPath
+    """The suite JSONL (one item per line: id, messages or prompt, answer/tests, scorer, tags)."""
 
 
 class EvalConfig(Section):
@@ -203,7 +242,9 @@ class EvalConfig(Section):
     max_retries: int = Field(default=8, ge=0)
     """Retries per request for connection errors, timeouts, 429 and 5xx (never scored)."""
     request_timeout_s: float = Field(default=120.0, gt=0)
-    """Per-request timeout."""
+    """Per-request timeout (connect, send and the whole response)."""
+    backoff_s: float = Field(default=0.25, ge=0)
+    """Base of the exponential backoff between retries (full jitter)."""
 
 
 # ---- training and merge ----------------------------------------------------------------------
@@ -217,7 +258,14 @@ class LoraConfig(Section):
     dropout: float = Field(default=0.0, ge=0, lt=1)
     """LoRA dropout."""
     target_modules: list[str] | Literal["all-linear"] = "all-linear"
-    """Modules to adapt: a list of names or `all-linear`."""
+    """Modules to adapt: a list of names (or one comma-separated string) or `all-linear`."""
+
+    @field_validator("target_modules", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str) and value != "all-linear":
+            return [name.strip() for name in value.split(",") if name.strip()]
+        return value
 
 
 class GrpoConfig(Section):
@@ -264,6 +312,14 @@ class TrainConfig(Section):
     """DPO beta."""
     allow_contamination: bool = False
     """Train even if training prompts match suite items (recorded in the run)."""
+    max_length: int = Field(default=512, gt=0)
+    """SFT/DPO: longest tokenized row; longer rows are truncated."""
+    warmup_ratio: float = Field(default=0.0, ge=0, lt=1)
+    """Fraction of the steps spent warming the learning rate up."""
+    lr_scheduler: str = "constant"
+    """`constant` or any transformers scheduler name (`linear`, `cosine`)."""
+    extra: dict[str, Any] = {}
+    """Further keyword arguments passed verbatim to the TRL config (escape hatch)."""
 
 
 class MergeConfig(Section):
@@ -285,27 +341,32 @@ class ReportConfig(Section):
     """Seed for bootstrap and permutation."""
 
 
-class GateConfig(Section):
+class BarConfig(Section):
+    """The pre-registered promotion bar (the gate's `Bar`; a `--bar` file has these keys)."""
+
+    metric: Literal["mean", "pass_at_k"] = "mean"
+    """Mean item score (pass@1 estimate) or pass@k."""
+    k: int = Field(default=1, gt=0, strict=True)
+    """k for pass_at_k; must not exceed the samples per item."""
+    margin: float = Field(default=0.0, ge=0, strict=True)
+    """Minimum practical improvement Δ (absolute, on the metric's scale)."""
+    alpha: float = Field(default=0.05, gt=0, lt=0.5, strict=True)
+    """Significance level of the one-sided test, in (0, 0.5) (as the gate's sealed bar)."""
+    test: Literal["permutation", "sign"] = "permutation"
+    """Paired test used for significance: `permutation` (paired sign-flip) or `sign`."""
+    non_inferiority_epsilon: float | None = Field(default=None, gt=0, strict=True)
+    """If set, no tag may regress by more than this with confidence."""
+    min_items: int = Field(default=30, gt=0, strict=True)
+    """Fewest items the slice must have."""
+    max_missing_fraction: float = Field(default=0.02, ge=0, le=1, strict=True)
+    """Largest fraction of unscored samples (missing or harness error) in either arm."""
+
+
+class GateConfig(BarConfig):
     enabled: bool = True
     """Run the gate phase."""
     slice: str = "gate"
     """Suite slice the decision is made on; looked at once."""
-    metric: Literal["mean", "pass_at_k"] = "mean"
-    """Mean item score (pass@1 estimate) or pass@k."""
-    k: int = Field(default=1, gt=0)
-    """k for pass_at_k."""
-    margin: float = Field(default=0.0, ge=0)
-    """Minimum practical improvement Δ (absolute, on the metric's scale)."""
-    alpha: float = Field(default=0.05, gt=0, lt=0.5)
-    """Significance level of the one-sided test, in (0, 0.5) (as the gate's sealed bar)."""
-    test: Literal["permutation", "sign"] = "permutation"
-    """Paired test used for significance."""
-    non_inferiority_epsilon: float | None = Field(default=None, gt=0)
-    """If set, no tag may regress by more than this with confidence."""
-    min_items: int = Field(default=30, gt=0)
-    """Fewest items the slice must have."""
-    max_missing_fraction: float = Field(default=0.02, ge=0, le=1)
-    """Largest fraction of missing samples tolerated in either arm."""
     ledger: ConfigPath | None = None
     """SQLite ledger of consumed slices, champions and verdicts; None = <workdir>/ledger.db."""
     require_approval: bool = False

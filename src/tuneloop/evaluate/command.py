@@ -4,7 +4,9 @@
         --suite examples/arith/suite.jsonl --slice dev --n-samples 4 --temperature 0.7 \
         --out runs/pre
 
-Imports the runner only when the command runs, so `tuneloop --help` stays fast.
+Its settings options are generated from `EvalConfig` and `SlicingConfig` (one definition
+with loop.yaml; `--timeout` is a deprecated spelling of `--request-timeout-s`). Imports the
+runner only when the command runs, so `tuneloop --help` stays fast.
 """
 
 from __future__ import annotations
@@ -13,58 +15,41 @@ from pathlib import Path
 
 import typer
 
+from tuneloop.config import EvalConfig, SlicingConfig
+from tuneloop.config.options import settings_options
 from tuneloop.envkeys import read_api_key
 from tuneloop.errors import require_writable_dir
-from tuneloop.suite import parse_slice_fractions
 
 
+@settings_options(SlicingConfig, param="slicing")
+@settings_options(EvalConfig, param="settings", aliases={"--timeout": "request_timeout_s"})
 def evaluate(
     endpoint: str = typer.Option(..., help="OpenAI-compatible base URL (server root or /v1)."),
     model: str = typer.Option(..., help="Model name to send in requests."),
     suite: Path = typer.Option(..., help="Suite JSONL."),
     out: Path = typer.Option(..., help="Sample-log folder (resumed if it exists)."),
-    slice_name: str | None = typer.Option(None, "--slice", help="Evaluate only this slice."),
-    slices: str = typer.Option("dev=0.5,gate=0.5", help="Slice fractions by id hash."),
-    stratify_by_tag: bool = typer.Option(False, help="Draw slices within each tag."),
-    n_samples: int = typer.Option(1, help="Samples per item."),
-    temperature: float = typer.Option(0.0, help="Sampling temperature (0 = greedy)."),
-    top_p: float = typer.Option(1.0, help="Nucleus sampling mass."),
-    max_tokens: int = typer.Option(32, help="Completion length limit."),
-    seed: int = typer.Option(0, help="Base seed for per-sample seeds."),
-    concurrency: int = typer.Option(32, help="Requests in flight."),
-    max_retries: int = typer.Option(8, help="Retries per request (never scored)."),
-    timeout: float = typer.Option(120.0, help="Per-request timeout in seconds."),
-    default_scorer: str = typer.Option("numeric", help="Scorer for items naming none."),
     api_key_env: str | None = typer.Option(None, help="Environment variable holding the key."),
     model_identity: str | None = typer.Option(None, help="Identity to record (name@sha256:…)."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
+    *,
+    settings: EvalConfig,
+    slicing: SlicingConfig,
 ) -> None:
-    """Evaluate a model on a suite; writes samples.jsonl and summary.json into --out."""
-    from tuneloop.evaluate.runner import EvalSettings
+    """Evaluate a model on a suite; writes samples.jsonl and summary.json into --out.
+
+    The settings options are loop.yaml's `eval:` and `suite:` keys (`--n-samples`, `--slice`).
+    """
     from tuneloop.evaluate.runner import evaluate as run_eval
 
     require_writable_dir(out, "--out")
     api_key = read_api_key(api_key_env, "--api-key-env")
-    settings = EvalSettings(
-        n_samples=n_samples,
-        temperature=temperature,
-        top_p=top_p,
-        max_tokens=max_tokens,
-        seed=seed,
-        concurrency=concurrency,
-        max_retries=max_retries,
-        request_timeout_s=timeout,
-    )
     summary = run_eval(
         endpoint,
         model,
         suite,
         out,
         settings,
-        slice_name=slice_name,
-        slices=parse_slice_fractions(slices),
-        stratify_by_tag=stratify_by_tag,
-        default_scorer=default_scorer,
+        slicing=slicing,
         api_key=api_key,
         model_identity=model_identity,
         progress=progress,

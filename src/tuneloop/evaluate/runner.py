@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tuneloop.config import EvalConfig, SlicingConfig
 from tuneloop.envkeys import Redactor
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.evaluate.client import (
@@ -61,32 +62,10 @@ from tuneloop.scorers.resolve import ScorerResolver
 from tuneloop.suite import SuiteItem, load_suite, slice_ids
 
 T = TypeVar("T")
-DEFAULT_SLICES = {"dev": 0.5, "gate": 0.5}
-"""Slice fractions used when a slice is named without fractions (the loop.yaml default)."""
 
 
-@dataclass(frozen=True)
-class EvalSettings:
-    """How to sample and how hard to push the endpoint (loop.yaml's `eval` section)."""
-
-    n_samples: int = 1
-    """Samples per item (k for pass@k); one request each, with its own seed."""
-    temperature: float = 0.0
-    """Sampling temperature; 0 is greedy."""
-    top_p: float = 1.0
-    """Nucleus sampling mass."""
-    max_tokens: int = 32
-    """Completion length limit."""
-    seed: int = 0
-    """Base seed; per-sample seeds derive from (seed, item id, sample index)."""
-    concurrency: int = 32
-    """Requests in flight at once (also the number of pooled connections)."""
-    max_retries: int = 8
-    """Retries per request for connection errors, timeouts, 429 and 5xx (never scored)."""
-    request_timeout_s: float = 120.0
-    """Per-request timeout (connect, send and the whole response)."""
-    backoff_s: float = 0.25
-    """Base of the exponential backoff between retries (full jitter)."""
+EvalSettings = EvalConfig
+"""How to sample and how hard to push the endpoint: loop.yaml's `eval:` section, as is."""
 
 
 @dataclass
@@ -116,10 +95,7 @@ def evaluate(
     out_dir: Path,
     settings: EvalSettings,
     *,
-    slice_name: str | None = None,
-    slices: dict[str, float] | None = None,
-    stratify_by_tag: bool = False,
-    default_scorer: str = "numeric",
+    slicing: SlicingConfig | None = None,
     api_key: str | None = None,
     model_identity: str | None = None,
     progress: bool = True,
@@ -129,15 +105,18 @@ def evaluate(
     The API key's value, and anything shaped like a credential, is redacted from every row
     and summary field written and from every error raised: servers echo the request's
     `Authorization` header in error bodies, and models repeat what they are shown.
+    `settings.slice` names the slice to evaluate; `slicing` (loop.yaml's `suite:` keys) says
+    how the suite is cut and scored by default.
     """
     redactor = Redactor((api_key,))
+    slicing = slicing or SlicingConfig()
+    slice_name = settings.slice
     with redacted_errors(redactor):
-        _check_settings(settings)
-        suite = load_suite(Path(suite_path), default_scorer)
+        suite = load_suite(Path(suite_path), slicing.default_scorer)
         ids = [i.id for i in suite.items]
         if slice_name is not None:
             ids = slice_ids(
-                suite, slices or DEFAULT_SLICES, slice_name, stratify_by_tag=stratify_by_tag
+                suite, slicing.slices, slice_name, stratify_by_tag=slicing.stratify_by_tag
             )
             if not ids:
                 raise InputError(f"slice {slice_name!r} of {suite_path} is empty")
@@ -160,7 +139,7 @@ def evaluate(
         )
         items = {i: by_id[i] for i in ids}
         samples = Path(out_dir) / SAMPLES_FILE
-        resolver = ScorerResolver(default_scorer)
+        resolver = ScorerResolver(slicing.default_scorer)
         run = _Run(items, summary, samples, settings, model, redactor, resolver)
         lines, prior_retries = _prepare(run, Path(out_dir))
         write_json(Path(out_dir) / SUMMARY_FILE, run.stored(summary))  # pins settings for a resume
@@ -185,24 +164,6 @@ def _run_loop(coro: Coroutine[Any, Any, T]) -> T:
     except ImportError:
         return asyncio.run(coro)
     return uvloop.run(coro)
-
-
-def _check_settings(s: EvalSettings) -> None:
-    problems = [
-        f"{name} must be {rule} (got {value!r})"
-        for name, value, ok, rule in [
-            ("n_samples", s.n_samples, s.n_samples >= 1, "≥ 1"),
-            ("temperature", s.temperature, s.temperature >= 0, "≥ 0"),
-            ("top_p", s.top_p, 0 < s.top_p <= 1, "in (0, 1]"),
-            ("max_tokens", s.max_tokens, s.max_tokens >= 1, "≥ 1"),
-            ("concurrency", s.concurrency, s.concurrency >= 1, "≥ 1"),
-            ("max_retries", s.max_retries, s.max_retries >= 0, "≥ 0"),
-            ("request_timeout_s", s.request_timeout_s, s.request_timeout_s > 0, "> 0"),
-        ]
-        if not ok
-    ]
-    if problems:
-        raise InputError("eval settings: " + "; ".join(problems))
 
 
 def _now() -> str:

@@ -67,12 +67,11 @@ def _evaluate_model(
 ) -> None:
     import psutil
 
-    from tuneloop.evaluate import EvalSettings, evaluate
+    from tuneloop.evaluate import evaluate
     from tuneloop.samplelog import SUMMARY_FILE, ServedAs
     from tuneloop.serve import serving
 
     cfg = ctx.cfg
-    settings = EvalSettings(**cfg.eval.model_dump(exclude={"slice"}))
     decoding = _decoding_contract(cfg)
     with serving(
         model_dir,
@@ -96,11 +95,8 @@ def _evaluate_model(
             endpoint.model,
             cfg.suite.path,
             ctx.folder,
-            settings,
-            slice_name=cfg.eval.slice,
-            slices=cfg.suite.slices,
-            stratify_by_tag=cfg.suite.stratify_by_tag,
-            default_scorer=cfg.suite.default_scorer,
+            cfg.eval,
+            slicing=cfg.suite,
             api_key=endpoint.api_key,
             # an external arm is the model it names, never the local checkpoint
             model_identity=endpoint.identity or model_identity(model_dir, digest),
@@ -148,41 +144,15 @@ def train_data(cfg: LoopConfig, upstream: dict[str, Path]) -> Path:
 
 
 def run_train(ctx: PhaseContext) -> None:
-    from tuneloop.train import TrainSettings, train
+    from tuneloop.train import train
 
-    t = ctx.cfg.train
-    modules = t.lora.target_modules
-    settings = TrainSettings(
-        steps=t.steps,
-        learning_rate=t.learning_rate,
-        batch_size=t.batch_size,
-        seed=t.seed,
-        lora_r=t.lora.r,
-        lora_alpha=t.lora.alpha,
-        lora_dropout=t.lora.dropout,
-        target_modules=modules if isinstance(modules, str) else tuple(modules),
-        group_size=t.grpo.group_size,
-        beta=t.grpo.beta,
-        loss_type=t.grpo.loss_type,
-        max_completion_length=t.grpo.max_completion_length,
-        temperature=t.grpo.temperature,
-        reward_scorer=t.grpo.scorer,
-        sft_warmup_steps=t.sft_warmup_steps,
-        sft_warmup_batch_size=t.sft_warmup_batch_size,
-        sft_warmup_learning_rate=t.sft_warmup_learning_rate,
-        torch_threads=t.torch_threads,
-        dpo_beta=t.dpo_beta,
-    )
     train(
-        t.method,
         ctx.cfg.base_model,
         train_data(ctx.cfg, ctx.upstream),
         ctx.folder / "adapter",
-        settings,
+        ctx.cfg.train,
         suite_paths=[ctx.cfg.suite.path],
-        allow_contamination=t.allow_contamination,
         default_scorer=ctx.cfg.suite.default_scorer,
-        nproc=t.nproc,
     )
 
 
@@ -242,7 +212,7 @@ def run_report(ctx: PhaseContext) -> None:
         pre,
         post,
         ctx.folder,
-        **ctx.cfg.report.model_dump(),
+        ctx.cfg.report,
         item_ids=report_item_ids(ctx.cfg, evaluated),
     )
 

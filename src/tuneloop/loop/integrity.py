@@ -40,9 +40,8 @@ PROMOTION_FILE = "promotion.json"
 
 def gate_bar(cfg: LoopConfig) -> Bar:
     from tuneloop.gate import Bar
-    from tuneloop.gate.bar import FIELDS
 
-    return Bar(**cfg.gate.model_dump(include=set(FIELDS)))
+    return Bar.of(cfg.gate)
 
 
 def gate_items(cfg: LoopConfig, workdir: Path, view: SuiteView | None = None) -> list[str]:

@@ -40,16 +40,16 @@ def compare(
     pre_log: Path,
     post_log: Path,
     out_dir: Path,
+    settings: Settings | None = None,
     *,
-    confidence: float = 0.95,
-    n_resamples: int = 10_000,
-    permutation_resamples: int = 10_000,
-    seed: int = 0,
     item_ids: Sequence[str] | None = None,
     figures: bool = True,
 ) -> DeltaReport:
-    """Compare two sample logs on the same items; write the report into `out_dir`."""
-    settings = Settings(confidence, n_resamples, permutation_resamples, seed)  # validates
+    """Compare two sample logs on the same items; write the report into `out_dir`.
+
+    `settings` is loop.yaml's `report:` section (`ReportConfig`); None uses its defaults.
+    """
+    settings = settings or Settings()
     pre_log, post_log, out_dir = Path(pre_log), Path(post_log), Path(out_dir)
     pre, post = load_log(pre_log), load_log(post_log)
     paired = align(pre, post, item_ids, (str(pre_log), str(post_log)))

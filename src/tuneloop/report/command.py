@@ -7,20 +7,23 @@ from typing import Annotated
 
 import typer
 
+from tuneloop.config import ReportConfig
+from tuneloop.config.options import settings_options
 
+
+@settings_options(ReportConfig, param="settings")
 def compare(
     pre_log: Annotated[Path, typer.Argument(help="Sample-log folder of the pre arm.")],
     post_log: Annotated[Path, typer.Argument(help="Sample-log folder of the post arm.")],
     out: Annotated[Path, typer.Option("--out", help="Folder for delta.json, delta.md, PNGs.")],
-    confidence: Annotated[float, typer.Option(help="Confidence level of intervals.")] = 0.95,
-    n_resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
-    permutation_resamples: Annotated[
-        int, typer.Option(min=1, help="Monte Carlo resamples when the exact test is infeasible.")
-    ] = 10_000,
-    seed: Annotated[int, typer.Option(help="Seed of every resampling step.")] = 0,
     figures: Annotated[bool, typer.Option(help="Draw passk.png and items.png.")] = True,
+    *,
+    settings: ReportConfig,
 ) -> None:
-    """Paired delta report of two evals of the same suite items (exit 2 if incomparable)."""
+    """Paired delta report of two evals of the same suite items (exit 2 if incomparable).
+
+    The settings options are loop.yaml's `report:` keys.
+    """
     from rich.console import Console
 
     from tuneloop.errors import require_writable_dir
@@ -29,16 +32,7 @@ def compare(
     require_writable_dir(out, "--out")
     console = Console(stderr=True)
     with console.status("comparing sample logs…"):
-        r = run_compare(
-            pre_log,
-            post_log,
-            out,
-            confidence=confidence,
-            n_resamples=n_resamples,
-            permutation_resamples=permutation_resamples,
-            seed=seed,
-            figures=figures,
-        )
+        r = run_compare(pre_log, post_log, out, settings, figures=figures)
     lo, hi = r.delta_ci
     typer.echo(
         f"pre {r.pre.mean:.4f} → post {r.post.mean:.4f}: Δ = {r.delta:+.4f} "

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from tuneloop import stats
+from tuneloop.config import ReportConfig
 from tuneloop.errors import InputError
 from tuneloop.report.record import (
     ArmSummary,
@@ -166,20 +167,8 @@ def arm_summary(arm: Arm, confidence: float) -> ArmSummary:
     )
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Resampling settings of one report."""
-
-    confidence: float = 0.95
-    n_resamples: int = 10_000
-    permutation_resamples: int = 10_000
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not 0 < self.confidence < 1:
-            raise InputError(f"confidence must lie in (0, 1), got {self.confidence}")
-        if self.n_resamples < 1 or self.permutation_resamples < 1:
-            raise InputError("n_resamples and permutation_resamples must be >= 1")
+Settings = ReportConfig
+"""Resampling settings of one report: loop.yaml's `report:` section, as is."""
 
 
 def tag_deltas(paired: PairedItems, s: Settings) -> list[TagDelta]:
@@ -285,15 +274,12 @@ def delta_from_items(paired: PairedItems, s: Settings, items_restricted: bool) -
 def compute_delta(
     pre: Log,
     post: Log,
+    settings: Settings | None = None,
     *,
-    confidence: float = 0.95,
-    n_resamples: int = 10_000,
-    permutation_resamples: int = 10_000,
-    seed: int = 0,
     item_ids: Sequence[str] | None = None,
     labels: tuple[str, str] = ("pre", "post"),
 ) -> DeltaReport:
     """The delta report of two loaded sample logs (pure; raises InputError if incomparable)."""
-    settings = Settings(confidence, n_resamples, permutation_resamples, seed)  # validates
+    settings = settings or Settings()
     paired = align(pre, post, item_ids, labels)
     return delta_from_items(paired, settings, item_ids is not None)

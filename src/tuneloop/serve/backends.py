@@ -32,24 +32,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tuneloop.config import ExternalConfig, ServerConfig, VllmConfig
+from tuneloop.config.options import flag
 from tuneloop.envkeys import read_api_key
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.registry import did_you_mean, serve_backends
 from tuneloop.serve import Arm, Decoding, Endpoint
 from tuneloop.serve.lifecycle import Launch, free_port, launched, log_file, probe
 
-EMBEDDED_KEYS = {"max_batch_size", "batch_wait_ms", "max_tokens_cap", "api_key_env"}
-VLLM_KEYS = {
-    "executable",
-    "dtype",
-    "max_model_len",
-    "gpu_memory_utilization",
-    "tensor_parallel_size",
-    "data_parallel_size",
-    "extra_args",
-    "api_key_env",
-}
-EXTERNAL_KEYS = {"base_url", "pre", "post", "api_key_env", "aa_control"}
+EMBEDDED_KEYS = set(ServerConfig.model_fields) - {"host", "port"}
+VLLM_KEYS = set(VllmConfig.model_fields) | {"api_key_env"}
+EXTERNAL_KEYS = set(ExternalConfig.model_fields)
 # ServeConfig's own fields that the loop may pass along; serving() takes them as arguments.
 COMMON_KEYS = {"backend", "host", "port", "startup_timeout_s"}
 ALL_KEYS = EMBEDDED_KEYS | VLLM_KEYS | EXTERNAL_KEYS | COMMON_KEYS | {"vllm", "external"}
@@ -90,9 +83,9 @@ def embedded_argv(
     """The `python -m tuneloop.serve.app` command line (no secrets: only the key's env var)."""
     argv = [sys.executable, "-m", "tuneloop.serve.app", str(model_dir), "--host", host]
     argv += ["--port", str(port)]
-    for key in ("max_batch_size", "batch_wait_ms", "max_tokens_cap", "api_key_env"):
+    for key in sorted(EMBEDDED_KEYS):  # the spawned server's options are ServerConfig's too
         if opts.get(key) is not None:
-            argv += [f"--{key.replace('_', '-')}", str(opts[key])]
+            argv += [flag((key,)), str(opts[key])]
     if decoding is not None:
         argv += ["--stop-token-ids", ",".join(str(i) for i in decoding.stop_token_ids)]
     return argv

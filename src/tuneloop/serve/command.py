@@ -1,7 +1,9 @@
 """`tuneloop serve MODEL_DIR`: run the embedded OpenAI-compatible server in the foreground.
 
 Also runnable without the CLI table as `python -m tuneloop.serve.app MODEL_DIR --port N`
-(that is what `serving()` spawns; see `app.py`). Nothing heavy is imported at module level.
+(that is what `serving()` spawns; see `app.py`). Its settings options are generated from
+`ServerConfig` (one definition with loop.yaml's `serve:` keys; the foreground default port is
+8000). Nothing heavy is imported at module level.
 """
 
 from __future__ import annotations
@@ -11,33 +13,17 @@ from typing import Annotated
 
 import typer
 
+from tuneloop.config import ServerConfig
+from tuneloop.config.options import settings_options
 from tuneloop.envkeys import read_api_key
 from tuneloop.errors import InputError
 
 
+@settings_options(ServerConfig, param="config", defaults={"port": 8000})
 def serve(
     model_dir: Annotated[Path, typer.Argument(help="A transformers model folder.")],
-    host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
-        "127.0.0.1"
-    ),
-    port: Annotated[
-        int, typer.Option(min=0, max=65535, help="Port to bind; 0 picks a free one.")
-    ] = 8000,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(help="Require `Authorization: Bearer $VAR` (names the variable)."),
-    ] = None,
     served_model_name: Annotated[
         str | None, typer.Option(help="Name clients request; defaults to MODEL_DIR as given.")
-    ] = None,
-    max_batch_size: Annotated[int, typer.Option(min=1, help="Most rows per batch.")] = 64,
-    batch_wait_ms: Annotated[
-        float, typer.Option(min=0, help="Wait this long for more requests per batch.")
-    ] = 5.0,
-    max_tokens_cap: Annotated[int, typer.Option(min=1, help="Largest max_tokens.")] = 2048,
-    max_body_bytes: Annotated[int, typer.Option(min=1, help="Largest request body.")] = 1 << 20,
-    threads: Annotated[
-        int | None, typer.Option(min=1, help="torch threads (default: half the cores, at most 4).")
     ] = None,
     port_file: Annotated[str | None, typer.Option(hidden=True)] = None,
     parent_pid: Annotated[int | None, typer.Option(hidden=True)] = None,
@@ -48,25 +34,23 @@ def serve(
             "model's generation-config eos ids."
         ),
     ] = None,
+    *,
+    config: ServerConfig,
 ) -> None:
-    """Serve MODEL_DIR at http://HOST:PORT/v1 (chat and text completions, batched)."""
-    from tuneloop.serve.protocol import Limits
+    """Serve MODEL_DIR at http://HOST:PORT/v1 (chat and text completions, batched).
+
+    The settings options are loop.yaml's `serve:` keys for the embedded server.
+    """
     from tuneloop.serve.routes import ServerSettings
     from tuneloop.serve.server import run_server
 
     if not (model_dir / "config.json").is_file():
         raise InputError(f"{model_dir}: not a model folder (expected config.json in it)")
-    api_key = read_api_key(api_key_env, "--api-key-env")
     settings = ServerSettings(
+        config=config,
         stop_token_ids=_token_ids(stop_token_ids),
-        host=host,
-        port=port,
         served_model_name=served_model_name,
-        api_key=api_key,
-        max_batch_size=max_batch_size,
-        batch_wait_ms=batch_wait_ms,
-        limits=Limits(max_tokens_cap=max_tokens_cap, max_body_bytes=max_body_bytes),
-        threads=threads,
+        api_key=read_api_key(config.api_key_env, "--api-key-env"),
         port_file=port_file,
         parent_pid=parent_pid,
     )

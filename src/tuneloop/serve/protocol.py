@@ -14,10 +14,11 @@ ignored (clients send vendor extensions).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tuneloop.config import ServerConfig
 
 MAX_N = 128
 """Most samples one request may ask for (each becomes a row in a generate batch)."""
@@ -137,14 +138,9 @@ class CompletionRequest(_Sampling):
         return value
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Server-side caps checked before a request reaches the engine."""
-
-    max_tokens_cap: int = 2048
-    max_body_bytes: int = 1 << 20
-    max_rows: int = 1024
-    """Most rows (prompts × n) one request may add to the queue."""
+Limits = ServerConfig
+"""Server-side caps checked before a request reaches the engine (`max_tokens_cap`,
+`max_body_bytes`, `max_rows`): the embedded server's settings, one definition."""
 
 
 def decode_body(raw: bytes, limits: Limits) -> dict[str, Any]:

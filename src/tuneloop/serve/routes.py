@@ -26,11 +26,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from tuneloop.config import ServerConfig
 from tuneloop.serve.protocol import (
     ApiError,
     ChatRequest,
     CompletionRequest,
-    Limits,
     decode_body,
     parse_chat,
     parse_completion,
@@ -48,20 +48,15 @@ _UNSEEDED = random.Random()
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """Everything `run_server` needs besides the model folder."""
+    """Everything `run_server` needs besides the model folder: the settings a user chooses
+    (`ServerConfig`, loop.yaml's `serve:` keys) and what the process is told at launch."""
 
-    host: str = "127.0.0.1"
-    port: int = 8000
+    config: ServerConfig = ServerConfig()
+    """Host, port, batching, caps and threads (`tuneloop serve`'s options)."""
     served_model_name: str | None = None
     """Name clients put in `model`; defaults to the model folder as given."""
     api_key: str | None = None
     """Bearer token required on /v1 routes (read from the env var, never from argv)."""
-    max_batch_size: int = 64
-    batch_wait_ms: float = 5.0
-    limits: Limits = Limits()
-    threads: int | None = None
-    """torch intra-op threads; None picks half the cores, at most 4 (small models gain nothing
-    from more, and a busy machine loses a lot to spinning threads)."""
     port_file: str | None = None
     """Where to write the bound port (for port 0), for the parent that spawned us."""
     parent_pid: int | None = None
@@ -152,10 +147,8 @@ class _Routes:
 
     async def parse(self, request: Request, kind: str) -> ChatRequest | CompletionRequest:
         self.check_auth(request)
-        body = decode_body(
-            await _read_body(request, self.settings.limits.max_body_bytes), self.settings.limits
-        )
-        limits = self.settings.limits
+        limits = self.settings.config
+        body = decode_body(await _read_body(request, limits.max_body_bytes), limits)
         req = parse_chat(body, limits) if kind == "chat" else parse_completion(body, limits)
         if req.model != self.name:
             raise ApiError(

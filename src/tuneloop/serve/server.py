@@ -67,9 +67,10 @@ def run_server(model_dir: str, settings: ServerSettings) -> int:
     if settings.parent_pid is not None:
         die_with_parent(settings.parent_pid)
     try:
-        sock = bind(settings.host, settings.port)
+        sock = bind(settings.config.host, settings.config.port)
     except OSError as err:
-        _log(f"error: cannot bind {settings.host}:{settings.port}: {err.strerror or err}")
+        where = f"{settings.config.host}:{settings.config.port}"
+        _log(f"error: cannot bind {where}: {err.strerror or err}")
         return EXIT_BIND
     port = sock.getsockname()[1]
     if settings.port_file:
@@ -82,11 +83,12 @@ def run_server(model_dir: str, settings: ServerSettings) -> int:
 
         from tuneloop.serve.engine import load_engine
 
-        torch.set_num_threads(settings.threads or max(1, min(4, (os.cpu_count() or 1) // 2)))
+        threads = settings.config.threads or max(1, min(4, (os.cpu_count() or 1) // 2))
+        torch.set_num_threads(threads)
         engine = load_engine(
             model_dir,
-            max_batch_size=settings.max_batch_size,
-            batch_wait_ms=settings.batch_wait_ms,
+            max_batch_size=settings.config.max_batch_size,
+            batch_wait_ms=settings.config.batch_wait_ms,
             stop_token_ids=settings.stop_token_ids,
         ).start()
     except Exception as err:
@@ -96,7 +98,7 @@ def run_server(model_dir: str, settings: ServerSettings) -> int:
 
     name = settings.served_model_name or model_dir
     app = create_app(engine, name, settings)
-    _log(f"serving {name!r} on http://{settings.host}:{port}/v1")
+    _log(f"serving {name!r} on http://{settings.config.host}:{port}/v1")
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
     try:
         uvicorn.Server(config).run(sockets=[sock])

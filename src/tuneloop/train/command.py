@@ -1,7 +1,10 @@
 """`tuneloop train`, `tuneloop merge`, `tuneloop doctor`: thin typer wrappers.
 
-Nothing heavy is imported at module level (torch, transformers, trl load inside the commands),
-so `tuneloop --help` stays fast. Bad input raises InputError (exit 2); a failed doctor exits 1.
+`tuneloop train`'s settings options are generated from `TrainConfig` (one definition with
+loop.yaml); the old spellings (`--lr`, `--group-size`, …) still work for one release with a
+warning. Nothing heavy is imported at module level (torch, transformers, trl load inside the
+commands), so `tuneloop --help` stays fast. Bad input raises InputError (exit 2); a failed
+doctor exits 1.
 """
 
 from __future__ import annotations
@@ -11,96 +14,53 @@ from typing import Annotated
 
 import typer
 
+from tuneloop.config import SlicingConfig, TrainConfig
+from tuneloop.config.options import settings_options
 from tuneloop.errors import InputError, require_writable_dir
 
 Opt = typer.Option
 
 
-def _require_positive(values: dict[str, float]) -> None:
-    """InputError naming the first option that is not > 0 (typer's `min` is inclusive).
+TRAIN_ALIASES = {
+    "--lr": "learning_rate",
+    "--target-modules": "lora.target_modules",
+    "--group-size": "grpo.group_size",
+    "--beta": "grpo.beta",
+    "--loss-type": "grpo.loss_type",
+    "--max-completion-length": "grpo.max_completion_length",
+    "--temperature": "grpo.temperature",
+    "--scorer": "grpo.scorer",
+}
+"""Spellings from before the options were generated from `TrainConfig` (deprecated)."""
 
-    Written as `not value > 0` so that nan is refused too.
-    """
-    for flag, value in values.items():
-        if not value > 0:
-            raise InputError(f"{flag} must be > 0, got {value}")
 
-
+@settings_options(SlicingConfig, param="slicing", skip=frozenset({"slices", "stratify_by_tag"}))
+@settings_options(TrainConfig, param="settings", aliases=TRAIN_ALIASES)
 def train(
-    method: Annotated[str, Opt(help="grpo, sft, dpo or a registered trainer plugin.")] = "grpo",
-    base: Annotated[Path, Opt(help="Base model folder (Hugging Face format).")] = Path("."),
-    data: Annotated[Path, Opt(help="Training JSONL.")] = Path("train.jsonl"),
-    out: Annotated[Path, Opt(help="Adapter output folder (must not exist).")] = Path("adapter"),
-    steps: Annotated[int, Opt(min=1, help="Optimizer steps.")] = 100,
-    learning_rate: Annotated[float, Opt("--lr", help="Peak learning rate.")] = 5e-4,
-    batch_size: Annotated[int, Opt(min=1, help="Prompts (GRPO) or rows per step.")] = 8,
-    seed: Annotated[int, Opt(help="Training seed.")] = 0,
-    lora_r: Annotated[int, Opt(min=1, help="LoRA rank.")] = 16,
-    lora_alpha: Annotated[float, Opt(help="LoRA alpha.")] = 32.0,
-    lora_dropout: Annotated[float, Opt(help="LoRA dropout.")] = 0.0,
-    target_modules: Annotated[str, Opt(help="'all-linear' or comma-separated names.")] = (
-        "all-linear"
-    ),
-    group_size: Annotated[int, Opt(min=2, help="GRPO completions per prompt.")] = 8,
-    beta: Annotated[float, Opt(min=0, help="GRPO KL coefficient.")] = 0.0,
-    loss_type: Annotated[str, Opt(help="GRPO loss type.")] = "dr_grpo",
-    max_completion_length: Annotated[int, Opt(min=1, help="GRPO completion tokens.")] = 16,
-    temperature: Annotated[float, Opt(help="GRPO sampling temperature.")] = 1.0,
-    scorer: Annotated[str | None, Opt(help="GRPO reward scorer (default: per row).")] = None,
-    default_scorer: Annotated[str, Opt(help="Scorer for rows that name none.")] = "numeric",
-    sft_warmup_steps: Annotated[int, Opt(min=0, help="GRPO: SFT-on-references steps first.")] = 0,
-    dpo_beta: Annotated[float, Opt(help="DPO beta.")] = 0.1,
+    base: Annotated[Path, Opt(help="Base model folder (Hugging Face format).")],
+    out: Annotated[Path, Opt(help="Adapter output folder (must not exist).")],
     suite: Annotated[list[Path] | None, Opt(help="Suite JSONL to refuse overlap with.")] = None,
-    allow_contamination: Annotated[bool, Opt(help="Train despite suite overlap.")] = False,
-    nproc: Annotated[int, Opt(min=1, help="Processes (torchrun).")] = 1,
     progress: Annotated[bool, Opt(help="Show a progress bar.")] = True,
+    *,
+    settings: TrainConfig,
+    slicing: SlicingConfig,
 ) -> None:
-    """Train a LoRA adapter with SFT, GRPO or DPO (TRL + PEFT)."""
-    from tuneloop.train.run import train as run_train
-    from tuneloop.train.settings import TrainSettings
+    """Train a LoRA adapter with SFT, GRPO or DPO (TRL + PEFT).
 
-    _require_positive(
-        {
-            "--lr": learning_rate,
-            "--lora-alpha": lora_alpha,
-            "--dpo-beta": dpo_beta,
-            "--temperature": temperature,
-        }
-    )
-    if not 0 <= lora_dropout < 1:  # also refuses nan
-        raise InputError(f"--lora-dropout must lie in [0, 1), got {lora_dropout}")
+    Every setting of loop.yaml's `train:` section is an option (`lora.r` is `--lora-r`).
+    """
+    from tuneloop.train.run import train as run_train
+
+    if settings.data is None:
+        raise InputError("--data: give the training JSONL")
     require_writable_dir(out, "--out")
-    targets: tuple[str, ...] | str = target_modules
-    if target_modules != "all-linear":
-        targets = tuple(t.strip() for t in target_modules.split(",") if t.strip())
-    settings = TrainSettings(
-        steps=steps,
-        learning_rate=learning_rate,
-        batch_size=batch_size,
-        seed=seed,
-        lora_r=lora_r,
-        lora_alpha=lora_alpha,
-        lora_dropout=lora_dropout,
-        target_modules=targets,
-        group_size=group_size,
-        beta=beta,
-        loss_type=loss_type,
-        max_completion_length=max_completion_length,
-        temperature=temperature,
-        reward_scorer=scorer,
-        sft_warmup_steps=sft_warmup_steps,
-        dpo_beta=dpo_beta,
-    )
     path = run_train(
-        method,
         base,
-        data,
+        settings.data,
         out,
         settings,
         suite_paths=suite or [],
-        allow_contamination=allow_contamination,
-        default_scorer=default_scorer,
-        nproc=nproc,
+        default_scorer=slicing.default_scorer,
         progress=progress,
     )
     typer.echo(f"adapter: {path}")

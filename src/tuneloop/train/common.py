@@ -61,10 +61,10 @@ def lora_config(s: TrainSettings) -> Any:
     from peft import LoraConfig
 
     return LoraConfig(
-        r=s.lora_r,
-        lora_alpha=s.lora_alpha,  # type: ignore[arg-type]  # peft types int; floats work
-        lora_dropout=s.lora_dropout,
-        target_modules=s.lora_targets(),
+        r=s.lora.r,
+        lora_alpha=s.lora.alpha,  # type: ignore[arg-type]  # peft types int; floats work
+        lora_dropout=s.lora.dropout,
+        target_modules=s.lora.target_modules,
         task_type="CAUSAL_LM",
     )
 

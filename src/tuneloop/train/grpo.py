@@ -12,7 +12,6 @@ yields groups with zero reward spread and so no GRPO signal at all.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +32,15 @@ from tuneloop.train.settings import TrainSettings
 def grpo_config(s: TrainSettings, out_dir: Path, nproc: int) -> Any:
     from trl import GRPOConfig
 
-    completions = per_device(s.batch_size * s.group_size, nproc, "batch_size × group_size")
+    completions = per_device(s.batch_size * s.grpo.group_size, nproc, "batch_size × group_size")
     return GRPOConfig(
         **common_args(s, out_dir, s.steps),
         per_device_train_batch_size=completions,
-        num_generations=s.group_size,
-        max_completion_length=s.max_completion_length,
-        temperature=s.temperature,
-        beta=s.beta,
-        loss_type=s.loss_type,
+        num_generations=s.grpo.group_size,
+        max_completion_length=s.grpo.max_completion_length,
+        temperature=s.grpo.temperature,
+        beta=s.grpo.beta,
+        loss_type=s.grpo.loss_type,
         log_completions=False,
     )
 
@@ -56,7 +55,7 @@ def build_grpo_trainer(
     return without_printer(
         GRPOTrainer(
             model=model,
-            reward_funcs=[scorer_reward(s.reward_scorer, kw["default_scorer"])],
+            reward_funcs=[scorer_reward(s.grpo.scorer, kw["default_scorer"])],
             args=grpo_config(s, kw["out_dir"], kw["nproc"]),
             train_dataset=Dataset.from_list(rows),
             processing_class=tokenizer,
@@ -76,10 +75,11 @@ def train_grpo(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **k
     progress = kw.get("progress", True)
     peft = True
     if s.sft_warmup_steps > 0:
-        warm_settings = replace(
-            s,
-            batch_size=s.sft_warmup_batch_size or s.batch_size,
-            learning_rate=s.sft_warmup_learning_rate or s.learning_rate,
+        warm_settings = s.model_copy(
+            update={
+                "batch_size": s.sft_warmup_batch_size or s.batch_size,
+                "learning_rate": s.sft_warmup_learning_rate or s.learning_rate,
+            }
         )
         warm = build_sft_trainer(
             model,

@@ -40,26 +40,28 @@ def check_base(base: Path) -> None:
 
 
 def train(
-    method: str,
     base: Path,
     data: Path,
     out_dir: Path,
     settings: TrainSettings,
     *,
     suite_paths: Sequence[Path] = (),
-    allow_contamination: bool = False,
     default_scorer: str = "numeric",
-    nproc: int = 1,
     progress: bool = True,
 ) -> Path:
-    """Train a LoRA adapter on `data` and return its folder (`out_dir`)."""
+    """Train a LoRA adapter on `data` and return its folder (`out_dir`).
+
+    `settings` is loop.yaml's `train:` section (`TrainConfig`): the method, its knobs, the
+    process count and the contamination allowance all come from it.
+    """
     base, data, out_dir = Path(base), Path(data), Path(out_dir)
+    method, nproc = settings.method, settings.nproc
     trainer_fn = trainers.get(method)
     check_base(base)
     if out_dir.exists():
         raise InputError(f"{out_dir}: already exists; choose a new --out or remove it")
     rows = read_rows(data)
-    hits = check_contamination(rows, suite_paths, allow_contamination)
+    hits = check_contamination(rows, suite_paths, settings.allow_contamination)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
     try:
@@ -74,13 +76,13 @@ def train(
             raise PhaseFailed(f"training ({method}) finished without writing an adapter")
         record = TrainRunRecord(
             method=method,
-            settings=settings.as_dict(),
+            settings=settings.model_dump(mode="json"),
             base_model=str(base.resolve()),
             base_model_sha256=sha256_tree(base),
             data=str(data.resolve()),
             data_sha256=sha256_file(data),
             data_rows=len(rows),
-            allow_contamination=allow_contamination,
+            allow_contamination=settings.allow_contamination,
             contaminated_rows=hits,
             suite_paths=[str(p) for p in suite_paths],
             nproc=nproc,
@@ -105,7 +107,7 @@ def launch_workers(
         "base": str(base),
         "data": str(data),
         "out_dir": str(tmp),
-        "settings": s.as_dict(),
+        "settings": s.model_dump(mode="json"),
         "kw": kw,
     }
     spec_path = tmp / "worker_spec.json"

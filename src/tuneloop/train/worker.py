@@ -18,10 +18,7 @@ from tuneloop.train.settings import TrainSettings
 
 
 def settings_from_dict(d: dict) -> TrainSettings:
-    d = dict(d)
-    if isinstance(d.get("target_modules"), list):
-        d["target_modules"] = tuple(d["target_modules"])
-    return TrainSettings(**d)
+    return TrainSettings.model_validate(d)
 
 
 def main(argv: list[str] | None = None) -> None:
