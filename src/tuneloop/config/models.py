@@ -318,6 +318,8 @@ class TrainConfig(Section):
     """Fraction of the steps spent warming the learning rate up."""
     lr_scheduler: str = "constant"
     """`constant` or any transformers scheduler name (`linear`, `cosine`)."""
+    max_grad_norm: float = Field(default=1.0, gt=0)
+    """Gradient clipping: largest global L2 norm of the gradients per step."""
     extra: dict[str, Any] = {}
     """Further keyword arguments passed verbatim to the TRL config (escape hatch)."""
 

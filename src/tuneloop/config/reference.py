@@ -17,7 +17,12 @@ from tuneloop.config.models import LoopConfig
 
 def config_reference() -> str:
     """Markdown reference of every loop.yaml key, from the models' field docstrings."""
-    lines = ["# loop.yaml reference", "", "Generated from `tuneloop/config/models.py`; do not edit.", ""]
+    lines = [
+        "# loop.yaml reference",
+        "",
+        "Generated from `tuneloop/config/models.py`; do not edit.",
+        "",
+    ]
 
     def walk(model: type[BaseModel], prefix: str) -> None:
         rows, subs = [], []

@@ -81,6 +81,7 @@ def common_args(s: TrainSettings, out_dir: Path, steps: int) -> dict[str, Any]:
         "max_steps": steps,
         "learning_rate": s.learning_rate,
         "lr_scheduler_type": s.lr_scheduler,
+        "max_grad_norm": s.max_grad_norm,
         "warmup_steps": s.warmup_ratio,
         "seed": s.seed,
         "data_seed": s.seed,
