@@ -51,12 +51,14 @@ def _is_json(call: ast.Call, name: str) -> bool:
 
 
 def _reads_a_file(node: ast.expr) -> bool:
-    """`x.read_text(...)`, `x.read_bytes()` or `open(...)`."""
+    """`x.read_text(...)`, `x.read_bytes()`, `open(...)`, or `.read()` of an opened file."""
     if not isinstance(node, ast.Call):
         return False
     f = node.func
     if isinstance(f, ast.Attribute) and f.attr in ("read_text", "read_bytes", "open"):
         return True
+    if isinstance(f, ast.Attribute) and f.attr == "read":
+        return _reads_a_file(f.value)
     return isinstance(f, ast.Name) and f.id == "open"
 
 
@@ -89,9 +91,10 @@ def test_the_detector_sees_each_form() -> None:
         "def c(p):\n    return json.load(open(p))\n"
         "def d(p):\n    return records.read_json(p)\n"
         "def e(p):\n    return json.loads((p / 'x.json').read_text(encoding='utf-8'))\n"
+        "def f(p):\n    return json.loads(open(p).read())\n"
         "def ok(line):\n    return json.loads(line)\n"
     )
-    assert [f for _, f in raw_reads(source)] == ["a", "b", "c", "d", "e"]
+    assert [f for _, f in raw_reads(source)] == ["a", "b", "c", "d", "e", "f"]
 
 
 def test_no_raw_reads_of_tuneloop_artifacts() -> None:
