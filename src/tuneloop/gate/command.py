@@ -23,8 +23,9 @@ from typing import Annotated, Any
 
 import typer
 
+from tuneloop.config import BarConfig, GateConfig, SlicingConfig
+from tuneloop.config.options import settings_options
 from tuneloop.errors import EXIT_OK, EXIT_REJECT, InputError
-from tuneloop.suite import parse_slice_fractions
 
 EXIT = {"promote": EXIT_OK, "reject": EXIT_REJECT, "awaiting_approval": EXIT_REJECT}
 DEFAULT_LEDGER = Path("ledger.db")
@@ -35,36 +36,42 @@ LedgerOpt = Annotated[
 
 Opt = typer.Option
 BarOpt = Annotated[Path | None, Opt(help="Bar file (YAML/JSON); the default bar if omitted.")]
-SlicesOpt = Annotated[str, Opt(help="Slice fractions, as suite.slices in loop.yaml.")]
 RunOpt = Annotated[str | None, Opt(help="Run id; default gate-<time>-<random>.")]
 OutOpt = Annotated[Path | None, Opt(help="Verdict folder; default <ledger dir>/verdicts/<run>.")]
 DescOpt = Annotated[Path | None, Opt(help="Champion descriptor JSON for the challenger.")]
 
 
+@settings_options(SlicingConfig, param="slicing")
+@settings_options(
+    GateConfig,
+    param="settings",
+    skip=frozenset({"enabled", *BarConfig.model_fields}),
+    defaults={"ledger": DEFAULT_LEDGER},
+)
 def gate(
     champion: Annotated[Path, Opt(help="Champion's sample-log folder.")],
     challenger: Annotated[Path, Opt(help="Challenger's sample-log folder.")],
-    slice_name: Annotated[str, Opt("--slice", help="The gate slice's name.")],
     suite: Annotated[Path, Opt(help="The suite JSONL both logs were evaluated on.")],
     bar: BarOpt = None,
-    ledger: LedgerOpt = DEFAULT_LEDGER,
-    slices: SlicesOpt = "dev=0.5,gate=0.5",
-    stratify_by_tag: Annotated[bool, Opt(help="Slices stratified by first tag.")] = False,
     run_id: RunOpt = None,
     out: OutOpt = None,
     challenger_descriptor: DescOpt = None,
-    allow_slice_reuse: Annotated[bool, Opt(help="Permit a consumed slice (recorded).")] = False,
-    require_approval: Annotated[bool, Opt(help="Stop at awaiting_approval.")] = False,
-    seed: Annotated[int, Opt(help="Seed of the permutation test and bootstrap.")] = 0,
+    *,
+    settings: GateConfig,
+    slicing: SlicingConfig,
 ) -> None:
-    """Decide whether the challenger replaces the champion, on a slice looked at once."""
+    """Decide whether the challenger replaces the champion, on a slice looked at once.
+
+    The settings options are loop.yaml's `gate:` keys (the bar itself comes from --bar) and
+    `suite:` keys.
+    """
     from tuneloop.gate.bar import Bar, load_bar
     from tuneloop.gate.verdict import adjudicate
     from tuneloop.records import read_record
     from tuneloop.samplelog import SUMMARY_FILE, EvalSummary
     from tuneloop.suite import load_suite, slice_ids
 
-    the_suite = load_suite(suite)
+    the_suite = load_suite(suite, slicing.default_scorer)
     for log in (champion, challenger):
         summary = read_record(Path(log) / SUMMARY_FILE, EvalSummary)
         if summary.suite_revision != the_suite.revision:
@@ -73,22 +80,23 @@ def gate(
                 f"{suite} is revision {the_suite.revision[:12]}"
             )
     ids = slice_ids(
-        the_suite, parse_slice_fractions(slices), slice_name, stratify_by_tag=stratify_by_tag
+        the_suite, slicing.slices, settings.slice, stratify_by_tag=slicing.stratify_by_tag
     )
+    ledger = settings.ledger or DEFAULT_LEDGER
     run = run_id or f"gate-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
     verdict = adjudicate(
         champion,
         challenger,
         bar=load_bar(bar) if bar else Bar(),
-        slice_name=slice_name,
+        slice_name=settings.slice,
         item_ids=ids,
         ledger_path=ledger,
         out_dir=out or ledger.parent / "verdicts" / run,
         run_id=run,
-        allow_slice_reuse=allow_slice_reuse,
-        require_approval=require_approval,
+        allow_slice_reuse=settings.allow_slice_reuse,
+        require_approval=settings.require_approval,
         challenger_descriptor=_read_descriptor(challenger_descriptor),
-        seed=seed,
+        seed=settings.seed,
         bar_registered_at=_mtime(bar) if bar else None,
     )
     print_verdict(verdict.to_json())
