@@ -76,7 +76,7 @@ def archived(tmp_path: Path) -> Path:
 def test_fresh_archive_verifies(archived: Path) -> None:
     assert verify_archive(archived) == []
     manifest = json.loads((archived / "manifest.json").read_text())
-    assert manifest["schema"] == "tuneloop.manifest/1"
+    assert manifest["schema"] == "tuneloop.manifest/2"
     assert list(manifest) == [
         "schema",
         "run_id",
@@ -88,6 +88,7 @@ def test_fresh_archive_verifies(archived: Path) -> None:
         "external_inputs",
         "base_model_sha256",
         "files",
+        "round",
     ]
     paths = {f["path"] for f in manifest["files"]}
     assert {"run/report/delta.json", "inputs/suite.jsonl", "inputs/base_model/config.json"} <= paths
@@ -173,7 +174,7 @@ def test_missing_and_extra_files_are_reported(archived: Path) -> None:
 
 def test_a_manifest_of_another_kind_is_a_problem_named(archived: Path) -> None:
     manifest = archived / "manifest.json"
-    manifest.write_text(json.dumps({"schema": "tuneloop.manifest/2", "files": []}))
+    manifest.write_text(json.dumps({"schema": "tuneloop.manifest/3", "files": []}))
     problems = verify_archive(archived)
     assert any("newer than this tuneloop reads" in p for p in problems)
     (archived / "manifest.json").unlink()

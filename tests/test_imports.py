@@ -1,5 +1,5 @@
 """Import direction (docs/DESIGN.md, "Layout"): cli → flywheel → loop → phases → shared
-libraries (scorers, stats, client, envs, suite) → core (config, records, registry, …).
+libraries (scorers, stats, client, envs, suite, scrub) → core (config, records, registry, …).
 
 Every import in src/tuneloop counts: module level, inside functions, under TYPE_CHECKING.
 A phase never imports another phase (two phases that need the same code move it down into a
@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = SRC / "tuneloop"
 
 PHASES = {"serve", "evaluate", "train", "data", "replay", "report", "gate", "archive"}
-SHARED = {"scorers", "stats", "client", "envs", "suite"}
+SHARED = {"scorers", "stats", "client", "envs", "suite", "scrub"}
 CORE = {
     "config",
     "records",
@@ -27,6 +27,7 @@ CORE = {
     "entry",
     "provenance",
     "suite",
+    "suite_rolling",
     "samplelog",
     "envkeys",
 }

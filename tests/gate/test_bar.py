@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from pydantic import ValidationError
 
 from tuneloop.config import GateConfig

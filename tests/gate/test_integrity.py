@@ -153,7 +153,7 @@ def test_a_version_1_ledger_is_upgraded_in_place(tmp_path: Path) -> None:
     con.commit()
     con.close()
     conn = ledger.connect(db)
-    assert conn.execute("SELECT value FROM meta").fetchone()[0] == "2"
+    assert conn.execute("SELECT value FROM meta").fetchone()[0] == "3"
     assert conn.execute("SELECT evidence_sha256 FROM verdicts").fetchone()[0] is None
     conn.execute("UPDATE meta SET value = '9'")
     conn.close()

@@ -19,6 +19,7 @@ import yaml
 
 from tuneloop.config import LoopConfig, load_config
 from tuneloop.loop.integrity import seal_round
+from tuneloop.loop.layout import slice_ids
 from tuneloop.loop.phases import PHASES, Phase, PhaseContext
 from tuneloop.loop.runner import Runner, Selection
 from tuneloop.records import write_jsonl, write_record
@@ -48,6 +49,7 @@ def write_config(tmp: Path, **sections: Any) -> Path:
     base = tmp / "base"
     base.mkdir(exist_ok=True)
     (base / "weights.bin").write_bytes(b"base-weights")
+    (base / "config.json").write_text('{"model_type": "fake"}')
     cfg: dict[str, Any] = {
         "name": "fake",
         "workdir": str(tmp / "work"),
@@ -70,8 +72,11 @@ def write_config(tmp: Path, **sections: Any) -> Path:
 
 def _log(ctx: PhaseContext, model: str, strong: bool) -> None:
     suite = load_suite(ctx.cfg.suite.path)
+    wanted = set(slice_ids(ctx.cfg, ctx.cfg.eval.slice)) if ctx.cfg.eval.slice else None
     rows = []
     for i, item in enumerate(suite.items):
+        if wanted is not None and item.id not in wanted:
+            continue
         right = i % 3 == 0 or (strong and i % 2 == 0)
         rows.append(
             SampleRow(
@@ -92,7 +97,8 @@ def _log(ctx: PhaseContext, model: str, strong: bool) -> None:
     summary = EvalSummary(
         suite_path=str(ctx.cfg.suite.path),
         suite_revision=suite.revision,
-        item_ids=[it.id for it in suite.items],
+        item_ids=[it.id for it in suite.items if wanted is None or it.id in wanted],
+        slice=ctx.cfg.eval.slice,
         model=model,
         endpoint="fake",
         sampling=SamplingParams(n_samples=1, temperature=0.0, max_tokens=8),
@@ -117,6 +123,7 @@ def merge(ctx: PhaseContext) -> None:
     steps = (ctx.upstream["train"] / "adapter" / "steps.txt").read_text()
     (ctx.folder / "model").mkdir()
     (ctx.folder / "model" / "weights.bin").write_text(f"merged-{steps}")
+    (ctx.folder / "model" / "config.json").write_text('{"model_type": "fake"}')
 
 
 def doctor(ctx: PhaseContext) -> None:
@@ -155,7 +162,19 @@ def runner(config: Path, overrides: list[str] | None = None, **sel: str) -> Runn
     return Runner(cfg, config, selection, table)
 
 
+def run_round(config: Path, overrides: list[str] | None = None, asked: str = "next") -> int:
+    """`tuneloop run CONFIG --round ASKED` on the fake phase table."""
+    from tuneloop.loop.round_run import RoundRequest, execute
+
+    table = phases()
+    selection = Selection(names=tuple(p.name for p in table))
+    request = RoundRequest(config, overrides, selection, asked)
+    return execute(load_config(config, overrides), request, phases=table)
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if len(args) > 2 and args[1] == "--round":
+        sys.exit(run_round(Path(args[0]), asked=args[2]))
     kw = {"from_phase": args[2]} if len(args) > 2 and args[1] == "--from" else {}
     runner(Path(args[0]), **kw).run()

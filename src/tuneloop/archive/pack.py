@@ -57,6 +57,8 @@ class Recipe:
     the archived folder, so that reproducing never touches what verify checks)."""
     notes: Mapping[str, str] = field(default_factory=dict)
     """Caveats about the copies, recorded in the manifest's `external_inputs`."""
+    round: Mapping[str, Any] | None = None
+    """The flywheel round's lineage (parent champion, gate slice, trigger), if it is one."""
 
 
 def archive_run(
@@ -93,6 +95,7 @@ def archive_run(
         external_inputs=external,
         base_model_sha256=base_model_sha256,
         files=file_table(tmp),
+        round=dict(recipe.round) if recipe.round is not None else None,
     )
     write_record(tmp / MANIFEST, manifest)
     digest = sha256_file(tmp / MANIFEST)

@@ -14,38 +14,13 @@ CLI option, `docs/config.md` (`tuneloop config-reference`) and validation follow
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, field_validator, model_validator
 
-
-def _resolve(value: Path | None, info: ValidationInfo) -> Path | None:
-    if value is None:
-        return None
-    base = (info.context or {}).get("base_dir")
-    value = Path(value).expanduser()
-    if base is not None and not value.is_absolute():
-        value = Path(base) / value
-    return value.resolve() if base is not None else value
-
-
-ConfigPath = Annotated[Path, AfterValidator(_resolve)]
-"""A path in loop.yaml; relative paths resolve against the YAML file's folder."""
-
-
-class Section(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", use_attribute_docstrings=True, frozen=True, validate_default=True
-    )
-
+from tuneloop.config.base import ConfigPath, Section
+from tuneloop.config.flywheel import FlywheelConfig
+from tuneloop.config.rolling import RollingConfig
 
 # ---- serve ---------------------------------------------------------------------------------
 
@@ -193,6 +168,9 @@ class SlicingConfig(Section):
     """Named deterministic slices by id hash, as fractions of the suite that sum to ≤ 1."""
     stratify_by_tag: bool = False
     """Draw each slice's fraction within every tag separately."""
+    rolling: RollingConfig | None = None
+    """A one-time split into an `audit` part and one-look gate slices `gate-000`, `gate-001`,
+    … (the flywheel's rounds); None uses only the `slices` fractions."""
 
     @field_validator("slices", mode="before")
     @classmethod
@@ -397,8 +375,9 @@ class LoopConfig(Section):
     """Run name (used in the archive and ledger)."""
     workdir: ConfigPath = Path("runs/loop")
     """Folder for this run's phases and state."""
-    base_model: ConfigPath
-    """The champion / base checkpoint (a Hugging Face folder)."""
+    base_model: Literal["champion"] | ConfigPath
+    """The base checkpoint (a Hugging Face folder), or `champion`: the current champion in
+    the ledger, each run a new round (`tuneloop run --round`)."""
     serve: ServeConfig = ServeConfig()
     suite: SuiteConfig
     eval: EvalConfig = EvalConfig()
@@ -408,3 +387,12 @@ class LoopConfig(Section):
     report: ReportConfig = ReportConfig()
     gate: GateConfig = GateConfig()
     archive: ArchiveConfig = ArchiveConfig()
+    flywheel: FlywheelConfig = FlywheelConfig()
+
+    @property
+    def base(self) -> Path:
+        """The base checkpoint's folder. `base_model: champion` is resolved to a folder by
+        the round (`tuneloop.loop.rounds`) before any phase runs."""
+        if isinstance(self.base_model, Path):
+            return self.base_model
+        raise ValueError("base_model: champion must be resolved by a round before use")

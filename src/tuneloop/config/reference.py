@@ -28,9 +28,13 @@ def config_reference() -> str:
         rows, subs = [], []
         for name, field in model.model_fields.items():
             ann = field.annotation
+            optional = [a for a in getattr(ann, "__args__", ()) if a is not type(None)]
             if isinstance(ann, type) and issubclass(ann, BaseModel):
                 subs.append((name, ann))
                 continue
+            sub = optional[0] if len(optional) == 1 else None
+            if isinstance(sub, type) and issubclass(sub, BaseModel):  # optional: row + its keys
+                subs.append((name, sub))
             value = json.dumps(field.default, default=str, ensure_ascii=False)
             default = "required" if field.is_required() else f"`{value}`"
             doc = (field.description or "").replace("\n", " ")

@@ -59,7 +59,8 @@ from tuneloop.evaluate.redact import as_stored, redacted_errors, stored
 from tuneloop.records import append_jsonl, read_record, repair_jsonl_tail, write_json, write_jsonl
 from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE, EvalSummary, SampleRow, SamplingParams
 from tuneloop.scorers.resolve import ScorerResolver
-from tuneloop.suite import SuiteItem, load_suite, slice_ids
+from tuneloop.suite import SuiteItem, load_suite
+from tuneloop.suite_rolling import resolve_slice
 
 T = TypeVar("T")
 
@@ -115,9 +116,7 @@ def evaluate(
         suite = load_suite(Path(suite_path), slicing.default_scorer)
         ids = [i.id for i in suite.items]
         if slice_name is not None:
-            ids = slice_ids(
-                suite, slicing.slices, slice_name, stratify_by_tag=slicing.stratify_by_tag
-            )
+            ids = resolve_slice(suite, slicing, slice_name)
             if not ids:
                 raise InputError(f"slice {slice_name!r} of {suite_path} is empty")
         by_id = suite.by_id()

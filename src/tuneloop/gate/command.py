@@ -69,7 +69,8 @@ def gate(
     from tuneloop.gate.verdict import adjudicate
     from tuneloop.records import read_record
     from tuneloop.samplelog import SUMMARY_FILE, EvalSummary
-    from tuneloop.suite import load_suite, slice_ids
+    from tuneloop.suite import load_suite
+    from tuneloop.suite_rolling import resolve_slice
 
     the_suite = load_suite(suite, slicing.default_scorer)
     for log in (champion, challenger):
@@ -79,9 +80,7 @@ def gate(
                 f"{log}: evaluated on suite revision {summary.suite_revision[:12]}, but "
                 f"{suite} is revision {the_suite.revision[:12]}"
             )
-    ids = slice_ids(
-        the_suite, slicing.slices, settings.slice, stratify_by_tag=slicing.stratify_by_tag
-    )
+    ids = resolve_slice(the_suite, slicing, settings.slice)
     ledger = settings.ledger or DEFAULT_LEDGER
     run = run_id or f"gate-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
     verdict = adjudicate(

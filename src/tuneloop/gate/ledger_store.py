@@ -1,8 +1,9 @@
 """The gate ledger's file: schema, versions, connections and transactions (stdlib sqlite3).
 
 WAL journal so readers never block the writer; `synchronous=FULL`; transactions are explicit
-`BEGIN IMMEDIATE` … `COMMIT`. Schema version 2 upgrades a version-1 file in place by adding
-tables and a column; nothing is rewritten. A file that is not a SQLite database, or one written
+`BEGIN IMMEDIATE` … `COMMIT`. Schema version 3 upgrades an older file in place by adding
+tables (3: the flywheel's rounds and their outcomes) and a column (2: verdict evidence);
+nothing is rewritten. A file that is not a SQLite database, or one written
 by a newer tuneloop, is refused with an `InputError` naming it and is left untouched. The
 queries live in `tuneloop.gate.ledger`.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from tuneloop.errors import InputError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -79,6 +80,22 @@ CREATE TABLE IF NOT EXISTS resets (
     items_upto INTEGER NOT NULL,
     slices_upto INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS rounds (
+    round_id TEXT PRIMARY KEY,
+    started_at TEXT NOT NULL,
+    parent_version INTEGER,
+    gate_slice TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS round_outcomes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    round_id TEXT NOT NULL,
+    ended_at TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    run_id TEXT,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outcome_by_round ON round_outcomes (round_id);
 """
 
 

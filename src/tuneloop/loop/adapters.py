@@ -58,7 +58,7 @@ def _decoding_contract(cfg: LoopConfig) -> Any:
     from tuneloop.serve import Decoding
     from tuneloop.train.decoding import read_decoding
 
-    meta = read_decoding(cfg.base_model)
+    meta = read_decoding(cfg.base)
     return Decoding(meta.stop_token_ids, meta.generation_config)
 
 
@@ -119,7 +119,7 @@ def _evaluate_model(
 
 
 def run_eval_pre(ctx: PhaseContext) -> None:
-    _evaluate_model(ctx, ctx.cfg.base_model, ctx.inputs["base_model"], "pre")
+    _evaluate_model(ctx, ctx.cfg.base, ctx.inputs["base_model"], "pre")
 
 
 def run_eval_post(ctx: PhaseContext) -> None:
@@ -147,7 +147,7 @@ def run_train(ctx: PhaseContext) -> None:
     from tuneloop.train import train
 
     train(
-        ctx.cfg.base_model,
+        ctx.cfg.base,
         train_data(ctx.cfg, ctx.upstream),
         ctx.folder / "adapter",
         ctx.cfg.train,
@@ -160,13 +160,13 @@ def run_merge(ctx: PhaseContext) -> None:
     from tuneloop.train import merge
 
     adapter = None if ctx.cfg.merge.zero_adapter else ctx.upstream["train"] / "adapter"
-    merge(ctx.cfg.base_model, adapter, ctx.folder / "model")
+    merge(ctx.cfg.base, adapter, ctx.folder / "model")
 
 
 def run_doctor(ctx: PhaseContext) -> None:
     from tuneloop.train.doctor import doctor_arms
 
-    report = doctor_arms(ctx.cfg.base_model, ctx.upstream["merge"] / "model")
+    report = doctor_arms(ctx.cfg.base, ctx.upstream["merge"] / "model")
     cmp = report.comparison
     write_json(
         ctx.folder / "doctor.json",
@@ -273,7 +273,7 @@ def run_archive(ctx: PhaseContext) -> None:
     # capstone (upstream) has checked that the verdict judged this workdir's logs
     target = archive_dir(ctx.cfg, ctx.run_id)
     state = read_record(ctx.workdir / "state.json", RunState)
-    base = recorded_hash(state, "eval_pre", "base_model") or sha256_path(ctx.cfg.base_model)
+    base = recorded_hash(state, "eval_pre", "base_model") or sha256_path(ctx.cfg.base)
     manifest = archive_run(
         ctx.workdir,
         target,

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from tuneloop.config import load_config
+from tuneloop.config import LoopConfig, load_config
+from tuneloop.loop.runner import Runner, Selection
 
 
 def run(
@@ -22,6 +23,17 @@ def run(
     plan: Annotated[
         bool, typer.Option("--plan", help="Print what would run and why; run nothing.")
     ] = False,
+    round_id: Annotated[
+        str | None,
+        typer.Option(
+            "--round",
+            help="Run a flywheel round: `next` (resume the latest unfinished one, or start "
+            "one) or an id like r0003; implied by base_model: champion.",
+        ),
+    ] = None,
+    trigger_file: Annotated[
+        Path | None, typer.Option(help="JSON object: why this round runs (recorded with it).")
+    ] = None,
 ) -> None:
     """Run every phase of loop.yaml in order; finished phases are skipped on re-run.
 
@@ -29,26 +41,23 @@ def run(
     1 the gate rejected it or it awaits approval, 2 a usage or input error, 3 a phase failed
     (the loop stopped there).
     """
-    from rich.console import Console
-    from rich.table import Table
-
     from tuneloop.errors import EXIT_PHASE_FAILED, PhaseFailed
     from tuneloop.loop.preflight import check_before_compute
-    from tuneloop.loop.runner import Runner, Selection
     from tuneloop.loop.summary import print_outcome
 
     cfg = load_config(config, overrides)
     selection = Selection(from_phase=from_phase, only=only)
     selection.validate()
+    if round_id is not None or cfg.base_model == "champion":
+        raise typer.Exit(
+            _run_round(cfg, config, overrides, selection, round_id, trigger_file, plan)
+        )
     # Everything checkable without compute, before the runner touches the workdir.
     for warning in check_before_compute(cfg, config, overrides):
         typer.echo(warning, err=True)
     runner = Runner(cfg, config, selection)
     if plan:
-        table = Table("phase", "action", "reason")
-        for line in runner.plan():
-            table.add_row(line.phase, line.action, line.reason)
-        Console().print(table)
+        _print_plan(runner)
         return
     try:
         state = runner.run()
@@ -57,3 +66,31 @@ def run(
         typer.echo(f"state: {cfg.workdir / 'state.json'}", err=True)
         raise typer.Exit(EXIT_PHASE_FAILED) from None
     raise typer.Exit(print_outcome(cfg, state, runner.wall_s, runner.phase_time))
+
+
+def _run_round(
+    cfg: LoopConfig,
+    config: Path,
+    overrides: list[str] | None,
+    selection: Selection,
+    asked: str | None,
+    trigger_file: Path | None,
+    plan: bool,
+) -> int:
+    """One flywheel round (`tuneloop.loop.round_run`); returns the exit status."""
+    from tuneloop.loop.round_run import RoundRequest, execute
+
+    request = RoundRequest(config, overrides, selection, asked or "next", trigger_file)
+    if plan:
+        return execute(cfg, request, plan=_print_plan)
+    return execute(cfg, request)
+
+
+def _print_plan(runner: Runner) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("phase", "action", "reason")
+    for line in runner.plan():
+        table.add_row(line.phase, line.action, line.reason)
+    Console().print(table)

@@ -47,6 +47,8 @@ def capstone_inputs(cfg: LoopConfig, upstream: dict[str, Path], state: RunState)
 def archive_recipe(cfg: LoopConfig) -> Recipe:
     """What a re-run of this round needs, and the config keys that name it."""
     from tuneloop.archive import MAX_MODEL_COPY_MB, ArchiveInput, Recipe
+    from tuneloop.loop.rounds import ROUND_FILE, RoundRecord
+    from tuneloop.records import read_record
 
     inputs = [ArchiveInput("suite.path", cfg.suite.path, "suite.jsonl")]
     notes: dict[str, str] = {}
@@ -55,10 +57,11 @@ def archive_recipe(cfg: LoopConfig) -> Recipe:
     if cfg.data.corpus is not None:
         inputs.append(ArchiveInput("data.corpus", cfg.data.corpus, "corpus.yaml"))
         notes["corpus_sources"] = "paths inside corpus.yaml refer to the original machine"
-    inputs.append(
-        ArchiveInput("base_model", cfg.base_model, "base_model", max_copy_mb=MAX_MODEL_COPY_MB)
-    )
+    inputs.append(ArchiveInput("base_model", cfg.base, "base_model", max_copy_mb=MAX_MODEL_COPY_MB))
+    round_file = cfg.workdir / ROUND_FILE
+    lineage = read_record(round_file, RoundRecord) if round_file.exists() else None
     return Recipe(
+        round=lineage.model_dump(mode="json") if lineage is not None else None,
         config=cfg.model_dump(mode="json"),
         inputs=tuple(inputs),
         # a re-run writes beside the archive (ROOT/reproduce/RUN/), never into it

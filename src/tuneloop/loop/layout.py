@@ -36,20 +36,18 @@ class SuiteView:
 
 def suite_view(cfg: LoopConfig) -> SuiteView:
     from tuneloop.suite import load_suite
-    from tuneloop.suite import slice_ids as ids
+    from tuneloop.suite_rolling import resolve_slice, slice_names
 
     suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
-    strat = cfg.suite.stratify_by_tag
-    slices = {
-        name: ids(suite, cfg.suite.slices, name, stratify_by_tag=strat) for name in cfg.suite.slices
-    }
-    return SuiteView(suite.revision, slices)
+    names = slice_names(suite, cfg.suite)
+    return SuiteView(suite.revision, {n: resolve_slice(suite, cfg.suite, n) for n in names})
 
 
 def slice_ids(cfg: LoopConfig, name: str) -> list[str]:
-    """One slice's ids (an unknown name is the suite module's error, naming the slices)."""
+    """One slice's ids: a fraction, a rolling part or a union (`tuneloop.suite_rolling`); an
+    unknown name is the suite module's error, naming the slices."""
     from tuneloop.suite import load_suite
-    from tuneloop.suite import slice_ids as ids
+    from tuneloop.suite_rolling import resolve_slice
 
     suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
-    return ids(suite, cfg.suite.slices, name, stratify_by_tag=cfg.suite.stratify_by_tag)
+    return resolve_slice(suite, cfg.suite, name)

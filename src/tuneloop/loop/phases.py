@@ -87,7 +87,7 @@ PHASES: tuple[Phase, ...] = (
         "eval_pre",
         run_eval_pre,
         outputs=EVAL_OUT,
-        files=lambda c: {"base_model": c.base_model, "suite": c.suite.path},
+        files=lambda c: {"base_model": c.base, "suite": c.suite.path},
         config=_eval_config,
         resumable=True,
     ),
@@ -97,7 +97,7 @@ PHASES: tuple[Phase, ...] = (
         outputs=("adapter",),
         after=("data",),
         files=lambda c: (
-            {"base_model": c.base_model, "suite": c.suite.path}
+            {"base_model": c.base, "suite": c.suite.path}
             | ({"data": c.train.data} if c.train.data else {})
         ),
         config=lambda c: c.train.model_dump(mode="json", exclude={"data"}),
@@ -108,7 +108,7 @@ PHASES: tuple[Phase, ...] = (
         run_merge,
         outputs=("model",),
         after=("train",),
-        files=lambda c: {"base_model": c.base_model},
+        files=lambda c: {"base_model": c.base},
         config=lambda c: c.merge.model_dump(mode="json"),
     ),
     Phase("doctor", run_doctor, outputs=("doctor.json",), after=("merge",)),

@@ -40,7 +40,8 @@ from tuneloop.config import LoopConfig, read_yaml
 from tuneloop.config.load import line_map  # the key → line map load_config reports with
 from tuneloop.errors import InputError
 from tuneloop.registry import Registry, did_you_mean, scorers, serve_backends, trainers
-from tuneloop.suite import Suite, load_suite, slice_ids
+from tuneloop.suite import Suite, load_suite
+from tuneloop.suite_rolling import resolve_slice
 
 POWER = 0.8
 """Power the gate's minimum detectable effect is computed for."""
@@ -155,14 +156,12 @@ def _check_path(found: Findings, key: str, path: Path, kind: Literal["file", "fo
 
 
 def _check_paths(cfg: LoopConfig, found: Findings) -> None:
-    if (
-        _check_path(found, "base_model", cfg.base_model, "folder")
-        and not (cfg.base_model / "config.json").is_file()
-    ):
-        found.error(
-            "base_model",
-            f"{cfg.base_model}: not a Hugging Face model folder (no config.json in it)",
-        )
+    base = cfg.base_model if isinstance(cfg.base_model, Path) else cfg.flywheel.bootstrap
+    key = "base_model" if isinstance(cfg.base_model, Path) else "flywheel.bootstrap"
+    if base is None:
+        return  # `champion` with no bootstrap: the round needs a champion in the ledger
+    if _check_path(found, key, base, "folder") and not (base / "config.json").is_file():
+        found.error(key, f"{base}: not a Hugging Face model folder (no config.json in it)")
     _check_path(found, "suite.path", cfg.suite.path, "file")
     if cfg.train.data is not None:
         _check_path(found, "train.data", cfg.train.data, "file")
@@ -273,14 +272,19 @@ def _load_suite(cfg: LoopConfig, found: Findings) -> Suite | None:
 
 def _slice(cfg: LoopConfig, suite: Suite, key: str, name: str, found: Findings) -> set[str] | None:
     fractions = cfg.suite.slices
-    if name not in fractions:
+    if cfg.suite.rolling is None and any(part not in fractions for part in name.split("+")):
+        part = next(p for p in name.split("+") if p not in fractions)
         known = ", ".join(sorted(fractions)) or "none"
         found.error(
             key,
-            f"unknown slice {name!r}{did_you_mean(name, fractions)}; suite.slices has: {known}",
+            f"unknown slice {part!r}{did_you_mean(part, fractions)}; suite.slices has: {known}",
         )
         return None
-    return set(slice_ids(suite, fractions, name, stratify_by_tag=cfg.suite.stratify_by_tag))
+    try:
+        return set(resolve_slice(suite, cfg.suite, name))
+    except InputError as err:  # a rolling name out of range, or no slice fits
+        found.error(key, str(err))
+        return None
 
 
 def _check_slices(cfg: LoopConfig, suite: Suite, found: Findings) -> int:
@@ -370,10 +374,12 @@ def _check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
         return
     if g.margin > 0:
         need = gate_items_needed(g.margin, sd, g.alpha)
-        fraction = cfg.suite.slices[g.slice]
-        advice = (
-            f"Detecting Δ = margin needs {need} gate items (a suite of about "
-            f"{math.ceil(need / fraction)} at suite.slices.{g.slice} = {fraction:g})"
+        fraction = cfg.suite.slices.get(g.slice)
+        advice = f"Detecting Δ = margin needs {need} gate items" + (
+            f" (a suite of about {math.ceil(need / fraction)} at suite.slices.{g.slice} = "
+            f"{fraction:g})"
+            if fraction
+            else " (suite.rolling.gate_size)"
         )
     else:
         advice = (

@@ -24,6 +24,8 @@ RECORDS: dict[str, tuple[str, str]] = {
     "Trace": ("tuneloop.data.trace", "traces JSONL (`tuneloop traces ingest`)"),
     "CorpusProvenance": ("tuneloop.records.corpus", "data/provenance.json"),
     "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
+    "FlywheelStatus": ("tuneloop.flywheel.status", "`tuneloop status --json`"),
+    "RoundRecord": ("tuneloop.loop.rounds", "<workdir>/rounds/<id>/round.json"),
     "Lineage": ("tuneloop.train.merge", "merge/model/lineage.json"),
     "DeltaReport": ("tuneloop.report.record", "report/delta.json"),
     "SealedBar": ("tuneloop.gate.seal", "eval_post/sealed_bar.json"),

@@ -43,7 +43,8 @@ class Manifest(Record):
     """Everything an archive holds, and what a re-run needs to reproduce it."""
 
     KIND = "manifest"
-    VERSION = 1
+    VERSION = 2
+    """v2: `round`, the flywheel round's lineage."""
 
     run_id: str | None
     """The run (round) archived."""
@@ -63,6 +64,9 @@ class Manifest(Record):
     """sha256 over the base checkpoint's files."""
     files: list[ManifestFile]
     """Every archived file but the manifest and its hash file."""
+    round: dict[str, Any] | None = None
+    """A flywheel round's lineage (`round.json`: parent champion version and descriptor,
+    bootstrap or not, gate slice, trigger); None for a one-off run."""
 
 
 class Archived(Record):

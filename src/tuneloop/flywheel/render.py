@@ -1,0 +1,103 @@
+"""`render_status`: a `FlywheelStatus` as the plain text `tuneloop status` prints.
+
+Plain text, not a rich table: it is read in a terminal, pasted into tickets and compared in
+tests, and every line starts with what it is about. Numbers come only from the record.
+"""
+
+from __future__ import annotations
+
+from tuneloop.flywheel.features import FeatureDrift
+from tuneloop.flywheel.status import FlywheelStatus
+from tuneloop.flywheel.triggers import TriggerDecision
+
+_LABEL = 10
+
+
+def _line(label: str, text: str) -> str:
+    return f"{label:<{_LABEL}} {text}"
+
+
+def render_status(status: FlywheelStatus) -> str:
+    """The whole status, one fact per line."""
+    lines = [_line("at", status.at)]
+    champ = status.champion
+    if champ is None:
+        lines.append(_line("champion", "none recorded (register one: tuneloop champion)"))
+    else:
+        run = f", run {champ.run_id}" if champ.run_id else ""
+        lines.append(
+            _line(
+                "champion",
+                f"v{champ.version} {champ.summary} (since {champ.since}, via {champ.via}{run})",
+            )
+        )
+    t = status.traffic
+    round_text = (
+        f"since round {status.last_round} started {status.since}"
+        if status.last_round
+        else "no round yet: all traffic is new"
+    )
+    lines.append(
+        _line(
+            "traffic", f"{t.exchanges} exchanges in {len(t.files)} files; {t.recent} {round_text}"
+        )
+    )
+    orphans = (
+        f" ({t.orphan_feedback} feedback lines for unknown completions)"
+        if t.orphan_feedback
+        else ""
+    )
+    lines.append(_line("labels", f"{t.new_labels} new labelled rows{orphans}"))
+    lines.extend(_drift_lines(status.drift))
+    lines.append(_line("audit", _audit_text(status)))
+    lines.extend(_trigger_lines(status.triggers))
+    return "\n".join(lines)
+
+
+def _drift_lines(drift: list[FeatureDrift]) -> list[str]:
+    width = max((len(d.feature) for d in drift), default=0)
+    out = []
+    for i, d in enumerate(drift):
+        if d.psi is None:
+            text = f"{d.feature:<{width}}  not measured: {d.note}"
+        else:
+            text = f"{d.feature:<{width}}  PSI {d.psi:.3f}  {d.band}"
+        out.append(_line("drift" if i == 0 else "", text))
+    return out
+
+
+def _audit_text(status: FlywheelStatus) -> str:
+    a = status.audit
+    if a is None:
+        return "not measured (no audit-part sample log of the last round)"
+    low, high = a.wilson
+    missing = f"; {a.not_scored} samples not scored, counted as 0" if a.not_scored else ""
+    return (
+        f"{a.accuracy:.3f} (95% Wilson {low:.3f}–{high:.3f}) on {a.items} items, "
+        f"model {a.model}{missing}"
+    )
+
+
+def _trigger_lines(decision: TriggerDecision) -> list[str]:
+    width = max((len(f.name) for f in decision.firings), default=0)
+    out = [
+        _line(
+            "triggers" if i == 0 else "",
+            f"{f.name:<{width}}  {'FIRES' if f.fired else 'no   '}  {f.detail}",
+        )
+        for i, f in enumerate(decision.firings)
+    ]
+    if decision.blocked_by:
+        out.extend(
+            _line("pacing" if i == 0 else "", why) for i, why in enumerate(decision.blocked_by)
+        )
+    else:
+        out.append(_line("pacing", "a round may start now"))
+    if decision.run:
+        verdict = f"a round would start now ({', '.join(decision.fired)})"
+    elif decision.fired:
+        verdict = "a trigger fired, but pacing holds the round"
+    else:
+        verdict = "no round: no trigger fired"
+    out.append(_line("next", verdict))
+    return out

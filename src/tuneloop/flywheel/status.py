@@ -1,0 +1,204 @@
+"""Where the flywheel stands: the champion, new labels, drift, audit accuracy, triggers.
+
+    status = gather_status(cfg.flywheel, ledger_path=ledger, last_round=last, suite=suite,
+                           pacing=pacing, now=time.time())
+    print(render_status(status))          # tuneloop.flywheel.render
+
+`gather_status` only reads: the gate ledger (through `gate.promotion.champion_history`, which
+never creates the file), the traffic logs, the last round's training rows and its audit-part
+sample log. It writes nothing and starts nothing; the watcher acts on the same record.
+Every figure is measured from those artifacts or marked not measured (`None` with a note).
+
+The audit accuracy is the mean item score (missing samples count as 0, as everywhere) with
+the Wilson interval of `stats.wilson_interval` over items — the report's per-arm interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from tuneloop import stats
+from tuneloop.config.flywheel import FlywheelConfig
+from tuneloop.flywheel.exchanges import count_new_labels, read_traffic, recent_exchanges
+from tuneloop.flywheel.features import FeatureDrift, measure_drift, tag_index
+from tuneloop.flywheel.triggers import Observations, PacingState, TriggerDecision, evaluate_triggers
+from tuneloop.records import Record
+from tuneloop.suite import SuiteItem
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ChampionStatus(_Part):
+    version: int
+    """Champion version in the ledger."""
+    summary: str
+    """One line: model name or path and hash."""
+    since: str
+    """ISO-8601 UTC time it became champion."""
+    via: str
+    """`gate` (promoted) or `registered` (a base)."""
+    run_id: str | None
+    """The round that produced it."""
+    descriptor: dict[str, Any]
+    """The champion descriptor as stored."""
+
+
+class AuditAccuracy(_Part):
+    log: str
+    """The sample-log folder it was computed from."""
+    model: str
+    """The model that log evaluated."""
+    items: int
+    accuracy: float
+    """Mean item score (missing samples count as 0)."""
+    wilson: tuple[float, float]
+    """95% Wilson interval over items."""
+    not_scored: int
+    """Samples missing or with a harness error (counted as 0)."""
+
+
+class TrafficSummary(_Part):
+    files: list[str]
+    """Traffic log files read."""
+    exchanges: int
+    """Exchanges in the logs."""
+    recent: int
+    """Exchanges since the last round started."""
+    new_labels: int
+    """Exchanges labelled (verdict or correction) since the last round started."""
+    orphan_feedback: int
+    """Feedback lines since then for a completion id the logs do not hold."""
+
+
+class FlywheelStatus(Record):
+    """One look at the flywheel (`tuneloop status --json`)."""
+
+    KIND = "flywheel_status"
+    VERSION = 1
+
+    at: str
+    """ISO-8601 UTC time of the look."""
+    champion: ChampionStatus | None
+    """The current champion; None when the ledger names none."""
+    last_round: str | None
+    """Run id of the last round; None before the first."""
+    since: str | None
+    """ISO-8601 UTC start of the last round: the line between old and new traffic."""
+    traffic: TrafficSummary
+    drift: list[FeatureDrift]
+    """Per feature: the last round's training rows against traffic since it started."""
+    audit: AuditAccuracy | None
+    """The champion's accuracy on the audit part; None when no audit log was given."""
+    triggers: TriggerDecision
+    """Which triggers would fire now, and what pacing says."""
+
+
+@dataclass(frozen=True)
+class LastRound:
+    """What status needs of the last round (the loop's workdir holds it)."""
+
+    run_id: str
+    started_at: float
+    """Unix seconds."""
+    training_rows: Path | None
+    """Its training data (`data/sft.jsonl`): the drift reference; None: drift not measured."""
+    audit_log: Path | None
+    """Its sample log of the champion on the audit part; None: accuracy not measured."""
+
+
+def iso(when: float) -> str:
+    return datetime.fromtimestamp(when, timezone.utc).isoformat(timespec="seconds")
+
+
+def current_champion(ledger_path: Path | None) -> ChampionStatus | None:
+    """The ledger's current champion, read without creating the ledger."""
+    from tuneloop.gate.champion import describe
+    from tuneloop.gate.promotion import champion_history
+
+    history = champion_history(ledger_path) if ledger_path is not None else []
+    if not history:
+        return None
+    last = history[-1]
+    return ChampionStatus(
+        version=last["version"],
+        summary=describe(last["descriptor"]),
+        since=last["promoted_at"],
+        via=last["via"],
+        run_id=last["run_id"],
+        descriptor=last["descriptor"],
+    )
+
+
+def audit_accuracy(log: Path, confidence: float = 0.95) -> AuditAccuracy:
+    """Mean item score and its Wilson interval from an audit-part sample log."""
+    from tuneloop.samplelog import load_sample_log, score_grid
+
+    summary, rows = load_sample_log(log)
+    n_samples = summary.sampling.n_samples
+    grid = score_grid(rows, summary.item_ids, n_samples, str(log))
+    items = len(summary.item_ids)
+    per_item = grid.values.mean(axis=1)
+    successes = min(float(per_item.sum()), float(items))
+    return AuditAccuracy(
+        log=str(log),
+        model=summary.model,
+        items=items,
+        accuracy=successes / items,
+        wilson=stats.wilson_interval(successes, items, confidence),
+        not_scored=grid.status["missing"] + grid.status["harness_error"],
+    )
+
+
+def gather_status(
+    flywheel: FlywheelConfig,
+    *,
+    ledger_path: Path | None,
+    last_round: LastRound | None,
+    suite: Sequence[SuiteItem] = (),
+    pacing: PacingState | None = None,
+    now: float,
+) -> FlywheelStatus:
+    """One read-only look (see the module docstring); `suite` items give requests a tag."""
+    since = last_round.started_at if last_round else None
+    if pacing is None:
+        pacing = PacingState(last_round_at=since)
+    traffic = read_traffic(flywheel.traffic)
+    labels = count_new_labels(traffic, since)
+    recent = recent_exchanges(traffic, since)
+    features = flywheel.triggers.features
+    reference = last_round.training_rows if last_round else None
+    drift = measure_drift(reference, recent, features=features, tags=tag_index(suite))
+    audit = audit_accuracy(last_round.audit_log) if last_round and last_round.audit_log else None
+    observed = Observations(
+        new_labels=labels.new,
+        recent_requests=len(recent),
+        drift={d.feature: d.psi for d in drift},
+        audit_accuracy=audit.accuracy if audit else None,
+        audit_upper=audit.wilson[1] if audit else None,
+    )
+    return FlywheelStatus(
+        at=iso(now),
+        champion=current_champion(ledger_path),
+        last_round=last_round.run_id if last_round else None,
+        since=iso(since) if since is not None else None,
+        traffic=TrafficSummary(
+            files=[str(p) for p in traffic.files],
+            exchanges=len(traffic.exchanges),
+            recent=len(recent),
+            new_labels=labels.new,
+            orphan_feedback=labels.orphans,
+        ),
+        drift=drift,
+        audit=audit,
+        triggers=evaluate_triggers(
+            observed, flywheel.triggers, pacing, now, poll_s=flywheel.poll_s
+        ),
+    )

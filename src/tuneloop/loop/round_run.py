@@ -1,0 +1,185 @@
+"""`tuneloop run CONFIG --round ID|next`: plan, check, record and run one round of the flywheel.
+
+Order, so that a refused round costs nothing and leaves a trace: plan the lineage (ledger
+read only) → preflight the round's config → write `round.json` and the ledger's start row →
+run the phases (resuming what a crash left) → append the outcome and the experiment-log
+entry. A refusal at any step before compute (no fresh gate slice, no champion, a bad config)
+is recorded as `refused` with its reason and exits 2. `next` resumes the latest round when it
+has not ended (failed, interrupted or killed), and starts a new one otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from tuneloop.config import LoopConfig
+from tuneloop.errors import EXIT_PHASE_FAILED, InputError, PhaseFailed
+from tuneloop.loop.phases import PHASES, Phase
+from tuneloop.loop.round_log import TERMINAL, last_outcome, record_outcome
+from tuneloop.loop.rounds import (
+    RoundRecord,
+    check_round_id,
+    commit_round,
+    existing_round,
+    next_round_id,
+    plan_round,
+    read_trigger,
+    round_config,
+)
+from tuneloop.loop.runner import Interrupted, Runner, Selection
+
+console = Console(stderr=True)
+
+
+def choose_round(cfg: LoopConfig, asked: str) -> str:
+    """`next` → the latest round if it has not ended, else a new id; else the id asked for."""
+    if asked != "next":
+        return check_round_id(asked)
+    fresh = next_round_id(cfg)
+    number = int(fresh[1:]) - 1
+    if number >= 1:
+        latest = f"r{number:04d}"
+        if existing_round(cfg, latest) and last_outcome(cfg, latest) not in TERMINAL:
+            return latest
+    return fresh
+
+
+def prepare(
+    cfg: LoopConfig,
+    config_path: Path,
+    overrides: list[str] | None,
+    round_id: str,
+    trigger_file: Path | None,
+) -> tuple[RoundRecord, LoopConfig, list[str]]:
+    """The round's lineage and config, checked before compute; raises InputError if refused."""
+    from tuneloop.loop.preflight import check_before_compute
+
+    record = existing_round(cfg, round_id)
+    if record is None:
+        record = plan_round(cfg, config_path, round_id, read_trigger(trigger_file))
+    rcfg = round_config(cfg, record)
+    return record, rcfg, check_before_compute(rcfg, config_path, overrides)
+
+
+def refuse(cfg: LoopConfig, round_id: str, trigger_file: Path | None, err: InputError) -> None:
+    """Record a round refused before compute (a trigger file that cannot be read is just
+    the error: nothing to record it against)."""
+    start = existing_round(cfg, round_id)
+    trigger = read_trigger(trigger_file) if trigger_file is not None else {}
+    started = start.model_dump(mode="json") if start else None
+    if started is None:
+        started = {"round_id": round_id, "started_at": "", "gate_slice": "", "trigger": trigger}
+        started["started_at"] = _now()
+    record_outcome(cfg, round_id, "refused", record=started, reason=str(err).splitlines()[0])
+
+
+@dataclass(frozen=True)
+class RoundRequest:
+    """What `tuneloop run --round` was asked."""
+
+    config_path: Path
+    overrides: list[str] | None
+    selection: Selection
+    asked: str = "next"
+    """`next` or a round id."""
+    trigger_file: Path | None = None
+
+
+def execute(
+    cfg: LoopConfig,
+    req: RoundRequest,
+    *,
+    plan: Callable[[Runner], None] | None = None,
+    phases: tuple[Phase, ...] = PHASES,
+) -> int:
+    """Plan, check, record and run one round; returns the exit status (see the module doc).
+
+    With `plan`, only prints what the round would run (through `plan(runner)`), recording
+    nothing. `phases` replaces the phase table (tests run fake model phases).
+    """
+    round_id = choose_round(cfg, req.asked)
+    try:
+        record, rcfg, warnings = prepare(
+            cfg, req.config_path, req.overrides, round_id, req.trigger_file
+        )
+    except InputError as err:
+        if plan is None:
+            refuse(cfg, round_id, req.trigger_file, err)
+        raise
+    for warning in warnings:
+        console.print(warning, highlight=False)
+    boot = " (bootstrap)" if record.bootstrap else ""
+    console.print(
+        f"round {round_id}: from champion v{record.parent_version}{boot}, gate slice "
+        f"{record.gate_slice}, in {rcfg.workdir}",
+        highlight=False,
+    )
+    runner = Runner(rcfg, req.config_path, req.selection, phases)
+    if plan is not None:
+        plan(runner)
+        return 0
+    try:
+        return run_round(cfg, record, runner)
+    except PhaseFailed as err:
+        console.print(f"error: {err}\nstate: {rcfg.workdir / 'state.json'}", highlight=False)
+        return EXIT_PHASE_FAILED
+
+
+def run_round(cfg: LoopConfig, record: RoundRecord, runner: Runner) -> int:
+    """Run the round's phases; record its outcome; return the exit status."""
+    from tuneloop.loop.summary import print_outcome
+
+    commit_round(cfg, record)
+    rcfg = runner.cfg
+    start = record.model_dump(mode="json")
+    t0 = time.perf_counter()
+
+    def done(outcome: str, reason: str = "") -> None:
+        record_outcome(
+            cfg,
+            record.round_id,
+            outcome,
+            round_cfg=rcfg,
+            record=start,
+            run_id=runner.state.run_id if runner.state else None,
+            reason=reason,
+            wall_s=time.perf_counter() - t0,
+        )
+
+    try:
+        state = runner.run()
+    except InputError as err:  # the runner's preflight: e.g. the slice was consumed meanwhile
+        done("refused", str(err).splitlines()[0])
+        raise
+    except PhaseFailed as err:
+        done("failed", str(err).splitlines()[0])
+        raise
+    except (Interrupted, KeyboardInterrupt):
+        done("interrupted", f"stopped by a signal; `--round {record.round_id}` resumes it")
+        raise
+    code = print_outcome(rcfg, state, runner.wall_s, runner.phase_time)
+    done(_outcome(rcfg, code))
+    return code
+
+
+def _outcome(rcfg: LoopConfig, code: int) -> str:
+    if code == 0:
+        return "promoted" if rcfg.gate.enabled else "finished"
+    from tuneloop.gate.verdict_record import GateVerdict
+    from tuneloop.records import read_record_if_exists
+
+    verdict = read_record_if_exists(rcfg.workdir / "gate" / "verdict.json", GateVerdict)
+    if verdict is not None and verdict.decision == "promote":
+        return "awaiting_approval"
+    return "rejected"
+
+
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

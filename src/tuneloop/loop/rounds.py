@@ -1,0 +1,202 @@
+"""Rounds: one run of the loop from the current champion, on the next fresh gate slice.
+
+    tuneloop run flywheel.yaml --round next        # or: base_model: champion in the config
+    tuneloop run flywheel.yaml --round r0003       # start or resume round r0003
+
+A round runs in `<workdir>/rounds/<id>/` with its own run id and archive. Before any compute
+it fixes its lineage in `round.json` and in the ledger: the parent champion (version and
+descriptor; on the first round a *bootstrap* champion from `flywheel.bootstrap` or a
+`base_model` path, recorded with `via: bootstrap` — a null baseline, not a won decision), the
+gate slice (the first `gate-NNN` of `suite.rolling` none of whose items a verdict has looked
+at) and the trigger that called for it. The round's loop is the ordinary one on a derived
+config: base model = the champion's folder, `eval.slice = audit+gate-NNN`, `gate.slice =
+gate-NNN` (so the report covers the audit part), the ledger and archive root shared by all
+rounds. A round id that has a `round.json` is resumed exactly as it was planned.
+
+Every end of a round appends an outcome to the ledger and one entry to EXPERIMENT-LOG.md —
+promoted, rejected, awaiting approval, refused before training (with the reason), failed or
+interrupted — with the trigger, data counts per corpus step, recipe, Δ with CI and p, the
+verdict and why, and time and cost. Nothing is rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tuneloop.config import LoopConfig
+from tuneloop.errors import InputError
+from tuneloop.loop.layout import archive_root, ledger_path
+from tuneloop.records import Record, read_record, sha256_path, write_record
+
+ROUNDS = "rounds"
+ROUND_FILE = "round.json"
+_ID = re.compile(r"^r(\d{4,})$")
+
+
+class RoundRecord(Record):
+    """`round.json`: a round's lineage, fixed before any of its compute."""
+
+    KIND = "round"
+    VERSION = 1
+
+    round_id: str
+    """`r0001`, `r0002`, … in the order rounds were started."""
+    started_at: str
+    """ISO-8601 UTC time the round was planned."""
+    config_path: str
+    """The config the round was run from."""
+    parent_version: int
+    """The champion version the round starts from."""
+    parent: dict[str, Any]
+    """That champion's descriptor (its `path` is the round's base model)."""
+    bootstrap: bool = False
+    """True when this round registered the parent as a bootstrap champion (a null baseline)."""
+    base_model: str
+    """The base checkpoint's folder."""
+    gate_slice: str
+    """The rolling gate slice this round's gate looks at once (`gate-NNN`)."""
+    eval_slice: str
+    """What both arms are evaluated on: `audit+gate-NNN`."""
+    trigger: dict[str, Any] = {}
+    """Why the round ran (the watcher's trigger figures), or {} for a manual round."""
+
+
+def round_dir(cfg: LoopConfig, round_id: str) -> Path:
+    return cfg.workdir / ROUNDS / round_id
+
+
+def next_round_id(cfg: LoopConfig) -> str:
+    """The id after the highest existing round folder (`r0001` for the first)."""
+    folder = cfg.workdir / ROUNDS
+    numbers = [int(m.group(1)) for p in folder.glob("r*") if (m := _ID.match(p.name))]
+    return f"r{max(numbers, default=0) + 1:04d}"
+
+
+def check_round_id(round_id: str) -> str:
+    if not _ID.match(round_id):
+        raise InputError(f"--round {round_id!r}: expected `next` or an id like r0001")
+    return round_id
+
+
+def existing_round(cfg: LoopConfig, round_id: str) -> RoundRecord | None:
+    path = round_dir(cfg, round_id) / ROUND_FILE
+    return read_record(path, RoundRecord) if path.exists() else None
+
+
+def plan_round(
+    cfg: LoopConfig, config_path: Path, round_id: str, trigger: dict[str, Any]
+) -> RoundRecord:
+    """The lineage a new round would have (reads the ledger; writes nothing)."""
+    from tuneloop.gate.ledger import current_champion
+    from tuneloop.gate.ledger_store import connect
+
+    if cfg.suite.rolling is None:
+        raise InputError(
+            "suite.rolling: rounds need a rolling split (an audit part and one-look gate "
+            "slices), e.g. suite.rolling: {audit_fraction: 0.2, gate_size: 50}"
+        )
+    conn = connect(ledger_path(cfg))
+    try:
+        champion = current_champion(conn)
+        gate_slice = _fresh_slice(cfg, conn)
+    finally:
+        conn.close()
+    bootstrap = champion is None
+    parent = _bootstrap_descriptor(cfg) if champion is None else champion["descriptor"]
+    path = parent.get("path")
+    if not path or not (Path(path) / "config.json").is_file():
+        raise InputError(
+            f"the champion (v{champion['version'] if champion else '?'}) has no local "
+            f"checkpoint folder to start a round from (descriptor path {path!r})"
+        )
+    return RoundRecord(
+        round_id=round_id,
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        config_path=str(config_path),
+        parent_version=champion["version"] if champion else 1,
+        parent=parent,
+        bootstrap=bootstrap,
+        base_model=str(path),
+        gate_slice=gate_slice,
+        eval_slice=f"audit+{gate_slice}",
+        trigger=trigger,
+    )
+
+
+def _fresh_slice(cfg: LoopConfig, conn: Any) -> str:
+    from tuneloop.gate.ledger import consumed_items
+    from tuneloop.suite import load_suite
+    from tuneloop.suite_rolling import gate_slice_name, next_gate_slice, rolling_of
+
+    suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
+    consumed = consumed_items(conn, suite.revision, [i.id for i in suite.items])
+    index, _ = next_gate_slice(rolling_of(suite, cfg.suite), set(consumed))
+    return gate_slice_name(index)
+
+
+def _bootstrap_descriptor(cfg: LoopConfig) -> dict[str, Any]:
+    base = cfg.flywheel.bootstrap or (cfg.base_model if isinstance(cfg.base_model, Path) else None)
+    if base is None:
+        raise InputError(
+            "flywheel.bootstrap: the ledger has no champion yet; name the checkpoint the "
+            "first round starts from (flywheel.bootstrap: path/to/model)"
+        )
+    return {"kind": "single", "path": str(base), "sha256": sha256_path(base), "bootstrap": True}
+
+
+def commit_round(cfg: LoopConfig, record: RoundRecord) -> None:
+    """Write `round.json` and the ledger rows (the bootstrap champion first, if any)."""
+    from tuneloop.gate.ledger import add_champion, current_champion
+    from tuneloop.gate.ledger_rounds import add_round
+    from tuneloop.gate.ledger_store import connect, transaction
+
+    conn = connect(ledger_path(cfg))
+    try:
+        with transaction(conn):
+            if record.bootstrap and current_champion(conn) is None:
+                add_champion(
+                    conn, record.parent, run_id=None, at=record.started_at, via="bootstrap"
+                )
+            add_round(conn, record.model_dump(mode="json"))
+    finally:
+        conn.close()
+    write_record(round_dir(cfg, record.round_id) / ROUND_FILE, record)
+
+
+def round_config(cfg: LoopConfig, record: RoundRecord) -> LoopConfig:
+    """The loop config of one round: its folder, the champion as base, its slices."""
+    return cfg.model_copy(
+        update={
+            "name": f"{cfg.name}-{record.round_id}",
+            "workdir": round_dir(cfg, record.round_id),
+            "base_model": Path(record.base_model),
+            "eval": cfg.eval.model_copy(update={"slice": record.eval_slice}),
+            "gate": cfg.gate.model_copy(
+                update={
+                    "slice": record.gate_slice,
+                    "ledger": ledger_path(cfg),
+                    "require_approval": cfg.gate.require_approval or cfg.flywheel.approval.promote,
+                }
+            ),
+            "archive": cfg.archive.model_copy(update={"root": archive_root(cfg)}),
+        }
+    )
+
+
+def read_trigger(path: Path | None) -> dict[str, Any]:
+    """The trigger file's JSON object ({} without one)."""
+    if path is None:
+        return {}
+    from tuneloop.errors import read_utf8
+
+    try:
+        data = json.loads(read_utf8(path, "trigger file"))
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object (the trigger and its figures)")
+    return data

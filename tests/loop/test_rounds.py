@@ -1,0 +1,126 @@
+"""Flywheel rounds (`tuneloop run --round`): lineage, rolling slices, refusals, crash resume.
+
+The real round orchestration, report, gate, capstone, archive and promote phases run on the
+fake model phases of `fakeloop.py` (seconds per round).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuneloop.archive import verify_archive
+from tuneloop.errors import InputError
+from tuneloop.gate.ledger import champions
+from tuneloop.gate.ledger_rounds import rounds
+from tuneloop.gate.ledger_store import connect
+from tuneloop.loop.rounds import ROUND_FILE, RoundRecord
+from tuneloop.records import Manifest, read_record
+
+from .fakeloop import CALLS, STRONG_STEPS, run_round, write_config
+
+HERE = Path(__file__).resolve().parent
+
+
+def flywheel_config(tmp: Path, gate_size: int = 50) -> Path:
+    data = tmp / "train.jsonl"
+    data.write_text(json.dumps({"prompt": "What is 2 + 2?", "answer": "4"}) + "\n")
+    path = write_config(
+        tmp,
+        suite={"rolling": {"audit_fraction": 0.2, "gate_size": gate_size, "seed": 0}},
+        gate={"min_items": 40},
+        train={"data": str(data)},
+    )
+    text = path.read_text().replace(f"base_model: {tmp / 'base'}", "base_model: champion")
+    path.write_text(text + f"flywheel:\n  bootstrap: {tmp / 'base'}\n")
+    return path
+
+
+def ledger_rows(tmp: Path) -> tuple[list[dict], list[dict]]:
+    conn = connect(tmp / "ledger" / "ledger.db")
+    try:
+        return champions(conn), rounds(conn)
+    finally:
+        conn.close()
+
+
+def round_record(tmp: Path, round_id: str) -> RoundRecord:
+    return read_record(tmp / "work" / "rounds" / round_id / ROUND_FILE, RoundRecord)
+
+
+def test_two_rounds_each_from_the_last_champion(tmp_path: Path) -> None:
+    config = flywheel_config(tmp_path)
+    assert run_round(config) == 0
+    assert run_round(config) == 0
+    champs, history = ledger_rows(tmp_path)
+    # the bootstrap champion is recorded as such, then each round's promotion
+    assert [(c["version"], c["via"]) for c in champs][0] == (1, "bootstrap")
+    assert [c["version"] for c in champs] == [1, 2, 3]
+    r1, r2 = round_record(tmp_path, "r0001"), round_record(tmp_path, "r0002")
+    assert (r1.parent_version, r1.bootstrap, r1.gate_slice) == (1, True, "gate-000")
+    assert (r2.parent_version, r2.bootstrap, r2.gate_slice) == (2, False, "gate-001")
+    # round 2 starts from round 1's champion: its verified, archived model
+    assert r2.base_model == champs[1]["descriptor"]["path"] != r1.base_model
+    assert r2.eval_slice == "audit+gate-001"
+    assert [r["outcomes"][-1]["outcome"] for r in history] == ["promoted", "promoted"]
+    # the round's lineage is in its archive's manifest, and the archive verifies
+    archive = Path(history[1]["outcomes"][-1]["run_id"])
+    folder = tmp_path / "archive" / archive.name
+    manifest = read_record(folder / "manifest.json", Manifest)
+    assert manifest.round is not None and manifest.round["parent_version"] == 2
+    assert verify_archive(folder) == []
+    log = (tmp_path / "ledger" / "EXPERIMENT-LOG.md").read_text()
+    assert "round `r0001` — **promoted**" in log and "round `r0002` — **promoted**" in log
+    assert "bootstrap: a null baseline" in log and "Audit (" in log
+
+
+def test_a_weaker_challenger_is_rejected_and_the_champion_stays(tmp_path: Path) -> None:
+    config = flywheel_config(tmp_path)
+    assert run_round(config) == 0
+    assert run_round(config, ["train.steps=1"]) == 1
+    champs, history = ledger_rows(tmp_path)
+    assert [c["version"] for c in champs] == [1, 2]
+    assert history[-1]["outcomes"][-1]["outcome"] == "rejected"
+    assert "round `r0002` — **rejected**" in (tmp_path / "ledger" / "EXPERIMENT-LOG.md").read_text()
+
+
+def test_no_fresh_gate_slice_is_refused_before_training(tmp_path: Path) -> None:
+    config = flywheel_config(tmp_path, gate_size=90)  # 192 pool items: two gate slices
+    assert run_round(config) == 0
+    assert run_round(config, [f"train.steps={STRONG_STEPS}"]) == 0
+    CALLS.clear()
+    with pytest.raises(InputError, match="no fresh gate slice"):
+        run_round(config)
+    assert "train" not in CALLS and "eval_pre" not in CALLS
+    _, history = ledger_rows(tmp_path)
+    assert history[-1]["round_id"] == "r0003"
+    assert history[-1]["outcomes"][-1]["outcome"] == "refused"
+    log = (tmp_path / "ledger" / "EXPERIMENT-LOG.md").read_text()
+    assert "round `r0003` — **refused**" in log and "no fresh gate slice" in log
+
+
+def test_a_round_killed_mid_training_resumes_once(tmp_path: Path) -> None:
+    config = flywheel_config(tmp_path)
+    env = {**os.environ, "TUNELOOP_KILL_AT": "train:end", "PYTHONPATH": str(HERE)}
+    cmd = [sys.executable, str(HERE / "fakeloop.py"), str(config), "--round", "next"]
+    killed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    env.pop("TUNELOOP_KILL_AT")
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "work" / "rounds").iterdir()) == ["r0001"]
+    state = json.loads((tmp_path / "work" / "rounds" / "r0001" / "state.json").read_text())
+    assert state["phases"]["train"]["status"] == "done"
+    _, history = ledger_rows(tmp_path)
+    assert [o["outcome"] for o in history[0]["outcomes"]] == ["promoted"]
+
+
+def test_rounds_need_a_rolling_split(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    with pytest.raises(InputError, match="suite.rolling"):
+        run_round(config)
