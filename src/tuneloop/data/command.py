@@ -60,7 +60,7 @@ def ingest(
 
     from tuneloop.data.files import jsonl_bytes, write_files
     from tuneloop.data.ingest import ingest_files
-    from tuneloop.data.scrub import Scrubber
+    from tuneloop.scrub import Scrubber
 
     options = _parse_options(opt)
     with Console(stderr=True).status(f"ingesting {len(files)} file(s) with {format}"):

@@ -34,9 +34,9 @@ from tuneloop.data.dedup import LshParams, exact_duplicates, exact_key, near_dup
 from tuneloop.data.files import json_bytes, jsonl_bytes, write_files
 from tuneloop.data.ingest import ingest_files
 from tuneloop.data.rows import Row, preference_pairs, to_row
-from tuneloop.data.scrub import Scrubber, ScrubRules
 from tuneloop.errors import InputError
 from tuneloop.records import sha256_bytes, sha256_file
+from tuneloop.scrub import Scrubber, ScrubRules
 
 __all__ = ["CorpusConfig", "CorpusResult", "build_corpus", "load_corpus_config"]
 

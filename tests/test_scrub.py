@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuneloop.data.scrub import Scrubber, ScrubRules
+from tuneloop.scrub import Scrubber, ScrubRules
 from tuneloop.data.trace import Message, Trace
 
 SECRETS = [

@@ -1,6 +1,10 @@
 """Scrubbing: replace e-mail addresses, secrets and IP addresses with placeholders.
 
-Pure functions over strings and traces; the corpus build and `tuneloop ingest` call them on
+A shared library (below the phases): the data phase scrubs traces with it, the serve phase's
+traffic log scrubs every exchange with it before the line reaches disk, so what production
+writes and what the corpus build keeps are scrubbed by one set of rules.
+
+Pure functions over strings and records; the corpus build and `tuneloop ingest` call them on
 every string of a trace before anything is written — texts, tool-call ids and names,
 `tool_call_id`, the model name, the source name, id and file, metadata and feedback values
 AND their dict keys — and count replacements per kind for the report. A trace's fields are
@@ -23,11 +27,10 @@ import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from tuneloop.data.trace import Trace
 from tuneloop.envkeys import PatternSet, Trigger, secret_rules
 from tuneloop.envkeys import redact_value as _redact_value
 
@@ -38,6 +41,8 @@ IPV6 = re.compile(
     r"(?<![\w:])(?:(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}"
     r"|(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,5})?)(?![\w:])"
 )
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -76,8 +81,8 @@ class Scrubber:
         """Scrub every string inside a JSON-like value, dict keys included."""
         return _redact_value(value, self._set.text)
 
-    def trace(self, trace: Trace) -> Trace:
-        """Scrub every string of a trace in place and return it.
+    def trace(self, trace: M) -> M:
+        """Scrub every string of a trace (any pydantic record) in place and return it.
 
         In place on purpose: a deep copy of every trace cost more than the whole scrub.
         Fields are only reassigned when something changed.
