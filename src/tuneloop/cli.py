@@ -32,8 +32,11 @@ COMMANDS: dict[str, str] = {
     "ingest": "tuneloop.data.command:ingest",
     "gate": "tuneloop.gate.command:gate",
     "champion": "tuneloop.gate.command:champion",
-    "approve": "tuneloop.gate.command:approve",
+    # approve: a gate promotion, or (--config) a watcher round's spend; the flywheel reads both
+    "approve": "tuneloop.flywheel.watch_command:approve",
     "run": "tuneloop.loop.command:run",
+    "watch": "tuneloop.flywheel.watch_command:watch",
+    "status": "tuneloop.flywheel.command:status",
 }
 GROUPS: dict[str, str] = {
     "corpus": "tuneloop.data.command:corpus_app",

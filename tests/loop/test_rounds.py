@@ -124,3 +124,15 @@ def test_rounds_need_a_rolling_split(tmp_path: Path) -> None:
     config = write_config(tmp_path)
     with pytest.raises(InputError, match="suite.rolling"):
         run_round(config)
+
+
+def test_asking_again_for_an_ended_round_only_reports_it(tmp_path: Path) -> None:
+    config = flywheel_config(tmp_path)
+    assert run_round(config) == 0
+    CALLS.clear()
+    assert run_round(config, asked="r0001") == 0  # a watcher collecting the exit status
+    assert CALLS == []
+    _, history = ledger_rows(tmp_path)
+    assert [o["outcome"] for o in history[0]["outcomes"]] == ["promoted"]
+    log = (tmp_path / "ledger" / "EXPERIMENT-LOG.md").read_text()
+    assert log.count("round `r0001`") == 1

@@ -4,7 +4,12 @@
 - `features`: request features and their drift (PSI) against the last round's training rows;
 - `triggers`: pure trigger and pacing decisions (`evaluate_triggers`, `PacingState`);
 - `status`: one read-only look (`gather_status` → `FlywheelStatus`), `render`: its text;
-- `command`: `tuneloop status`.
+- `command`: `tuneloop status` (the look plus the watcher's pacing, rounds and decisions);
+- `watch`: the watcher (`Watcher`: look, decide, run one round at a time), with
+  `watch_look` (which round came last; a look not repeated on unchanged inputs),
+  `watch_state` (`<workdir>/flywheel.db`: rounds, decisions, pacing; the trigger record),
+  `watch_process` (the one-per-ledger lock, signals, the round process);
+- `watch_command`: `tuneloop watch` and `tuneloop approve` (spend, or a promotion).
 
 The rolling one-look split of the suite is core (`tuneloop.suite_rolling`); the flywheel's
 settings are `tuneloop.config.flywheel`. Importing this package loads nothing heavy.

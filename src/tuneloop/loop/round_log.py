@@ -16,7 +16,7 @@ from tuneloop.config import LoopConfig
 from tuneloop.loop.layout import ledger_path
 from tuneloop.records import read_record_if_exists
 
-TERMINAL = ("promoted", "rejected", "awaiting_approval", "refused")
+TERMINAL = ("promoted", "finished", "rejected", "awaiting_approval", "refused")
 """Outcomes after which `--round next` starts a new round rather than resuming this one."""
 
 

@@ -36,6 +36,10 @@ from tuneloop.loop.runner import Interrupted, Runner, Selection
 console = Console(stderr=True)
 
 
+ENDED_EXIT = {"promoted": 0, "finished": 0, "rejected": 1, "awaiting_approval": 1, "refused": 2}
+"""The exit status that re-reports a round that has ended (nothing is run or recorded)."""
+
+
 def choose_round(cfg: LoopConfig, asked: str) -> str:
     """`next` → the latest round if it has not ended, else a new id; else the id asked for."""
     if asked != "next":
@@ -103,6 +107,10 @@ def execute(
     nothing. `phases` replaces the phase table (tests run fake model phases).
     """
     round_id = choose_round(cfg, req.asked)
+    ended = last_outcome(cfg, round_id) if existing_round(cfg, round_id) else None
+    if ended in ENDED_EXIT:  # asked again after it ended (a watcher collecting its status)
+        console.print(f"round {round_id} has ended: {ended}", highlight=False)
+        return ENDED_EXIT[ended]
     try:
         record, rcfg, warnings = prepare(
             cfg, req.config_path, req.overrides, round_id, req.trigger_file

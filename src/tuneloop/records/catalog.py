@@ -26,6 +26,10 @@ RECORDS: dict[str, tuple[str, str]] = {
     "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
     "FlywheelStatus": ("tuneloop.flywheel.status", "`tuneloop status --json`"),
     "RoundRecord": ("tuneloop.loop.rounds", "<workdir>/rounds/<id>/round.json"),
+    "RoundTrigger": (
+        "tuneloop.flywheel.watch_state",
+        "<workdir>/flywheel/<round>.trigger.json (tuneloop watch)",
+    ),
     "Lineage": ("tuneloop.train.merge", "merge/model/lineage.json"),
     "DeltaReport": ("tuneloop.report.record", "report/delta.json"),
     "SealedBar": ("tuneloop.gate.seal", "eval_post/sealed_bar.json"),

@@ -1,0 +1,201 @@
+"""`tuneloop watch` as a person runs it — the installed script in a subprocess — against the
+fake round command: kill -9 mid-round, SIGTERM/SIGINT, a second watcher, spend approval.
+
+The fake round (`fake_round.py`) appends what it does to an events file, so each test counts
+how many times a round started, was told to stop, and ran to completion.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from .watch_world import World, make_world
+
+TUNELOOP = str(Path(sys.executable).parent / "tuneloop")
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+class Procs:
+    """Watchers started by a test; whatever is left (and any fake round) is killed after it."""
+
+    def __init__(self) -> None:
+        self.started: list[subprocess.Popen[str]] = []
+        self.worlds: list[World] = []
+
+    def watch(self, world: World, *args: str) -> subprocess.Popen[str]:
+        self.worlds.append(world)
+        argv = [TUNELOOP, "watch", str(world.config), "--round-command", world.round_command()]
+        proc = subprocess.Popen(
+            [*argv, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.started.append(proc)
+        return proc
+
+    def cleanup(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+        for world in self.worlds:
+            for event in world.events():
+                if event.startswith("start "):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(event.split()[2]), signal.SIGKILL)
+
+
+@pytest.fixture
+def procs() -> Iterator[Procs]:
+    p = Procs()
+    try:
+        yield p
+    finally:
+        p.cleanup()
+
+
+def tuneloop(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([TUNELOOP, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_kill_9_mid_round_then_restart_completes_the_round_once(
+    tmp_path: Path, procs: Procs
+) -> None:
+    world = make_world(tmp_path)
+    world.set_plan(sleep=60)
+    world.add_labels(2)
+    first = procs.watch(world)
+    wait_for(lambda: world.count("start", "r0001") == 1)
+    first.kill()  # SIGKILL: no handler runs
+    first.communicate()
+    # the round is told to checkpoint when its watcher dies (PR_SET_PDEATHSIG on Linux)
+    if sys.platform.startswith("linux"):
+        wait_for(lambda: world.count("term", "r0001") == 1)
+    world.set_plan(sleep=0.2)
+    second = procs.watch(world, "--max-rounds", "1")
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    assert world.count("done", "r0001") == 1
+    assert not [e for e in world.events() if "r0002" in e]
+    assert "round r0001 resumed (attempt 2)" in err
+    state = world.state()
+    row = state.round("r0001")
+    assert row is not None and (row.status, row.exit_code, row.attempts) == ("finished", 0, 2)
+    assert [r.round_id for r in state.rounds()] == ["r0001"]
+
+
+def test_a_round_left_running_by_a_dead_watcher_is_waited_for_not_doubled(
+    tmp_path: Path, procs: Procs
+) -> None:
+    world = make_world(tmp_path)
+    world.set_plan(sleep=2, ignore_term=True)  # survives its watcher's death
+    world.add_labels(2)
+    first = procs.watch(world)
+    wait_for(lambda: world.count("start", "r0001") == 1)
+    first.kill()
+    first.communicate()
+    second = procs.watch(world, "--max-rounds", "1")
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    assert "from an earlier watcher still runs; waiting for it to end" in err
+    # one process did the work; the resume found it finished and reported its status
+    assert world.count("start", "r0001") == 1 and world.count("done", "r0001") == 1
+    assert world.count("again", "r0001") == 1
+    row = world.state().round("r0001")
+    assert row is not None and (row.status, row.exit_code) == ("finished", 0)
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_stops_the_round_resumably_and_the_watcher_cleanly(
+    tmp_path: Path, procs: Procs, signum: int, code: int
+) -> None:
+    world = make_world(tmp_path)
+    world.set_plan(sleep=60)
+    world.add_labels(2)
+    watcher = procs.watch(world)
+    wait_for(lambda: world.count("start", "r0001") == 1)
+    watcher.send_signal(signum)
+    _, err = watcher.communicate(timeout=20)
+    assert watcher.returncode == 0, err
+    assert world.count("term", "r0001") == 1  # forwarded
+    assert f"stop: {signal.Signals(signum).name} received" in err
+    row = world.state().round("r0001")
+    assert row is not None and (row.status, row.exit_code) == ("interrupted", code)
+    world.set_plan(sleep=0.1)
+    again = procs.watch(world, "--max-rounds", "1")
+    _, err = again.communicate(timeout=60)
+    assert again.returncode == 0, err
+    assert world.count("start", "r0001") == 2 and world.count("done", "r0001") == 1
+    assert not [e for e in world.events() if "r0002" in e]
+
+
+def test_a_second_watcher_is_refused_naming_the_holder(tmp_path: Path, procs: Procs) -> None:
+    world = make_world(tmp_path)
+    first = procs.watch(world)
+    lock = tmp_path / "ledger" / "loop.db.watch.lock"
+    wait_for(lambda: lock.is_file() and str(first.pid) in lock.read_text(encoding="utf-8"))
+    second = tuneloop("watch", str(world.config), "--once")
+    assert second.returncode == 2
+    assert "another watcher holds this ledger" in second.stderr
+    assert f"pid {first.pid} on host" in second.stderr
+    assert "Traceback" not in second.stderr
+    first.kill()
+    first.communicate()
+    third = tuneloop("watch", str(world.config), "--once")
+    assert third.returncode == 0, third.stderr
+    assert f"took over {lock} from a watcher that is gone (pid {first.pid} on host" in (
+        third.stderr
+    )
+    # a clean exit leaves nothing to take over
+    fourth = tuneloop("watch", str(world.config), "--once")
+    assert fourth.returncode == 0 and "took over" not in fourth.stderr
+
+
+def test_spend_approval_through_the_cli(tmp_path: Path) -> None:
+    world = make_world(tmp_path, approval={"spend": True})
+    world.add_labels(2)
+    cmd = ("watch", str(world.config), "--round-command", world.round_command(), "--once")
+    held = tuneloop(*cmd)
+    assert held.returncode == 0, held.stderr
+    assert "round r0001 (new_labels) awaits approval of its spend" in held.stderr
+    assert world.events() == []
+    assert "r0001  awaiting_approval" in tuneloop("status", str(world.config)).stdout
+    assert tuneloop(*cmd).returncode == 0 and world.events() == []  # still waiting
+    approved = tuneloop("approve", "r0001", "--config", str(world.config))
+    assert approved.returncode == 0, approved.stderr
+    assert "approved round r0001" in approved.stdout
+    ran = tuneloop(*cmd)
+    assert ran.returncode == 0, ran.stderr
+    assert world.count("done", "r0001") == 1
+    twice = tuneloop("approve", "r0001", "--config", str(world.config))
+    assert twice.returncode == 2 and "not awaiting approval" in twice.stderr
+
+
+def test_bad_input_exits_2_with_the_key(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    (tmp_path / "logs" / "traffic.jsonl").unlink()
+    (tmp_path / "logs").rmdir()
+    missing = tuneloop("watch", str(world.config), "--once")
+    assert missing.returncode == 2
+    assert "flywheel.traffic:" in missing.stderr and "does not exist" in missing.stderr
+    (tmp_path / "other").mkdir()
+    world = make_world(tmp_path / "other")
+    bad = tuneloop("watch", str(world.config), "--once", "--round-command", "true")
+    assert bad.returncode == 2 and "--round-command: 'true' has no {round}" in bad.stderr
+    world.logs.joinpath("traffic.jsonl").write_text("{not json\n", encoding="utf-8")
+    broken = tuneloop("watch", str(world.config), "--once")
+    assert broken.returncode == 2 and "traffic.jsonl:1: not a JSON line" in broken.stderr
