@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuneloop.scrub import Scrubber, ScrubRules
 from tuneloop.data.trace import Message, Trace
+from tuneloop.scrub import Scrubber, ScrubRules
 
 SECRETS = [
     "sk-proj-abcDEF0123456789ghiJKL0123",

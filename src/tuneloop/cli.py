@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "check": "tuneloop.commands:check",
     "plugins": "tuneloop.commands:plugins",
     "serve": "tuneloop.serve.command:serve",
+    "proxy": "tuneloop.serve.proxy_command:proxy",
     "eval": "tuneloop.evaluate.command:evaluate",
     "compare": "tuneloop.report.command:compare",
     "power": "tuneloop.report.command:power",

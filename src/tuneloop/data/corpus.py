@@ -20,6 +20,7 @@ scrub counts, the per-suite decontamination report and the output hashes.
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from tuneloop.data.files import json_bytes, jsonl_bytes, write_files
 from tuneloop.data.ingest import ingest_files
 from tuneloop.data.rows import Row, preference_pairs, to_row
 from tuneloop.errors import InputError
-from tuneloop.records import sha256_bytes, sha256_file
+from tuneloop.records import sha256_bytes, sha256_file, sha256_path
 from tuneloop.scrub import Scrubber, ScrubRules
 
 __all__ = ["CorpusConfig", "CorpusResult", "build_corpus", "load_corpus_config"]
@@ -120,7 +121,7 @@ def _check_inputs(cfg: CorpusConfig, config_path: Path) -> None:
     missing = [
         f"sources.{i}.path: {s.path} not found"
         for i, s in enumerate(cfg.sources)
-        if not s.path.is_file()
+        if not (s.path.is_file() or s.path.is_dir())
     ]
     missing += [
         f"decontaminate.suites.{i}: {p} not found"
@@ -133,13 +134,31 @@ def _check_inputs(cfg: CorpusConfig, config_path: Path) -> None:
         raise InputError(f"{config_path}: {len(missing)} error(s)\n  " + "\n  ".join(missing))
 
 
+_ROTATED = re.compile(r"^(?P<stem>.+)-(?P<n>\d+)\.jsonl$")
+
+
+def source_files(path: Path) -> list[Path]:
+    """A source's files: the file itself, or a folder's `*.jsonl` oldest first — a rotated
+    log's `NAME-1.jsonl`, `NAME-2.jsonl`, … (in number order), then the live `NAME.jsonl`
+    (how `tuneloop proxy` and the embedded server rotate their traffic log)."""
+    if path.is_file():
+        return [path]
+
+    def order(p: Path) -> tuple[str, int]:
+        m = _ROTATED.match(p.name)
+        return (m["stem"], int(m["n"])) if m else (p.stem, 1 << 62)
+
+    return sorted(path.glob("*.jsonl"), key=order)
+
+
 def _ingest(cfg: CorpusConfig) -> tuple[list[Any], list[dict[str, Any]], list[dict[str, Any]]]:
     traces: list[Any] = []
     rejects: list[dict[str, Any]] = []
     sources: list[dict[str, Any]] = []
     for spec in cfg.sources:
         name = spec.name or spec.path.stem
-        t, r, report = ingest_files(spec.format, [spec.path], dict(spec.options), source=name)
+        files = source_files(spec.path)
+        t, r, report = ingest_files(spec.format, files, dict(spec.options), source=name)
         traces.extend(t)
         rejects.extend({**x.to_json(), "source": name} for x in r)
         sources.append(
@@ -147,7 +166,8 @@ def _ingest(cfg: CorpusConfig) -> tuple[list[Any], list[dict[str, Any]], list[di
                 "name": name,
                 "path": str(spec.path),
                 "format": spec.format,
-                "sha256": sha256_file(spec.path),
+                "sha256": sha256_path(spec.path),
+                "files": [str(f) for f in files],
                 **report.to_json(),
             }
         )

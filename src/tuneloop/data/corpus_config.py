@@ -27,7 +27,8 @@ class _Section(BaseModel):
 
 class SourceSpec(_Section):
     path: ConfigPath
-    """A trace file (JSONL)."""
+    """A trace file (JSONL), or a folder of them (a rotated traffic log: `traffic-1.jsonl`,
+    `traffic-2.jsonl`, … then `traffic.jsonl`, read oldest first)."""
     format: str = "openai_chat"
     """Registered ingester: `openai_chat`, `claude_code`, `generic_jsonl`, or a plugin."""
     name: str | None = None

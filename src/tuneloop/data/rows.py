@@ -3,7 +3,9 @@
 Pure functions: trace → `Row` (SFT shape), rated traces → preference pairs.
 A row's messages end at the trace's last assistant message (trailing tool results or user
 turns after it teach nothing to SFT and are cut, counted by the caller); a trace with no
-assistant message gives no row.
+assistant message gives no row. A trace whose feedback carries a user's `correction` (the
+right answer, from a traffic log's feedback) becomes a row that answers with the correction,
+scored 1, and keeps the model's own answer as the rejected side of a preference pair.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class Row:
     """Messages cut after the last assistant message."""
     band: str | None = None
     pass_rate: float | None = None
+    replaced: dict[str, Any] | None = None
+    """The model's own final message, when a user's correction replaced it."""
 
     @property
     def text(self) -> str:
@@ -58,13 +62,21 @@ def to_row(trace: Trace) -> Row | None:
     if last < 0:
         return None
     messages = [m.to_chat() for m in trace.messages[: last + 1]]
+    feedback = trace.feedback
+    score = feedback.score if feedback else None
+    replaced = None
+    if feedback is not None and feedback.correction is not None:
+        replaced = messages[-1]
+        messages[-1] = {"role": "assistant", "content": feedback.correction}
+        score = 1.0  # the answer the row teaches is the one the user said is right
     return Row(
         messages=messages,
         source=trace.source,
         source_id=trace.source_id,
-        score=trace.feedback.score if trace.feedback else None,
+        score=score,
         prompt_key=normalized_prompt(messages),
         trimmed=len(trace.messages) - last - 1,
+        replaced=replaced,
     )
 
 
@@ -77,10 +89,20 @@ def preference_pairs(rows: list[Row], min_margin: float = 0.5) -> list[dict[str,
     assistant message each).
     """
     groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
-    for row in rows:
-        if row.score is not None:
-            groups[(row.source, row.prompt_key)].append(row)
     pairs = []
+    for row in rows:
+        if row.replaced is not None and row.replaced != row.messages[-1]:
+            pairs.append(
+                {
+                    "prompt": row.messages[:-1],
+                    "chosen": [row.messages[-1]],
+                    "rejected": [row.replaced],
+                    "source": row.source,
+                    "source_id": f"{row.source_id}|correction",
+                }
+            )
+        elif row.score is not None:
+            groups[(row.source, row.prompt_key)].append(row)
     for group in groups.values():
         best = max(group, key=lambda r: r.score or 0.0)
         worst = min(group, key=lambda r: r.score or 0.0)

@@ -89,6 +89,9 @@ class Feedback(BaseModel):
     """In [0, 1]: up = 1, down = 0, a rating r on 1..5 = (r - 1) / 4, a score as given."""
     raw: Any = None
     """The feedback exactly as the source wrote it."""
+    correction: str | None = None
+    """The right answer as the user supplied it (a traffic log's feedback `correction`), when
+    there was one; the trace's last assistant message stays what the model actually said."""
 
 
 class Trace(Record):

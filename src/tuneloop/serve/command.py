@@ -25,6 +25,13 @@ def serve(
     served_model_name: Annotated[
         str | None, typer.Option(help="Name clients request; defaults to MODEL_DIR as given.")
     ] = None,
+    traffic_log: Annotated[
+        Path | None,
+        typer.Option(
+            help="Log every exchange to this folder (scrubbed, fsynced, size-rotated JSONL the "
+            "openai_chat ingester reads) and accept POST /v1/feedback."
+        ),
+    ] = None,
     port_file: Annotated[str | None, typer.Option(hidden=True)] = None,
     parent_pid: Annotated[int | None, typer.Option(hidden=True)] = None,
     stop_token_ids: Annotated[
@@ -53,6 +60,7 @@ def serve(
         api_key=read_api_key(config.api_key_env, "--api-key-env"),
         port_file=port_file,
         parent_pid=parent_pid,
+        traffic_log=str(traffic_log) if traffic_log is not None else None,
     )
     rc = run_server(str(model_dir), settings)
     if rc:

@@ -63,6 +63,9 @@ class ServerSettings:
     """Exit when this process is no longer our parent."""
     stop_token_ids: tuple[int, ...] | None = None
     """Tokens that end a completion, replacing the checkpoint's generation-config eos ids."""
+    traffic_log: str | None = None
+    """Folder of the traffic log (`traffic.py`): every exchange logged, `POST /v1/feedback`
+    accepted. Opt-in and never set by the loop's evaluations (their requests are not users')."""
 
 
 def _error(err: ApiError) -> JSONResponse:

@@ -39,7 +39,9 @@ def die_with_parent(parent_pid: int) -> None:
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
+    # without it each response (headers, then body) waits ~40 ms for a delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.set_inheritable(True)
@@ -98,6 +100,10 @@ def run_server(model_dir: str, settings: ServerSettings) -> int:
 
     name = settings.served_model_name or model_dir
     app = create_app(engine, name, settings)
+    if settings.traffic_log:
+        from tuneloop.serve.traffic import TrafficLog, install_traffic
+
+        install_traffic(app, TrafficLog(Path(settings.traffic_log)), api_key=settings.api_key)
     _log(f"serving {name!r} on http://{settings.config.host}:{port}/v1")
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
     try:

@@ -12,7 +12,18 @@ One line is one exchange, in either shape:
   choice's message — option `choices: first` keeps only choice 0.
 - `{"messages": [...]}` — a finished conversation with `tool_calls` and tool messages.
 Feedback is read from a top-level (or `metadata.`) `verdict`, `feedback`, `thumbs`,
-`rating`, `score` or `label`.
+`rating`, `score` or `label`, and from feedback lines:
+- `{"type": "feedback", "completion_id": ..., "verdict"/"score"/"correction": ...}` as the
+  traffic log (`tuneloop.serve.traffic`) appends them. One is joined to the exchange whose
+  response id (all its choices) or trace id (`<id>#<index>`: one choice) it names, anywhere
+  in the same file — before or after it; the line joins that trace's `source_lines`. When
+  several name one completion the last line wins (a user who changed their mind), and it
+  replaces feedback written inside the exchange line. `correction` (the right answer) is kept
+  as `Feedback.correction`.
+  Deliberately joined within one file only: ingest accounts for lines per file, so feedback
+  whose exchange is in another file (a rotated `traffic-<n>.jsonl`) is a `dropped` reject
+  that names the id, never silently lost — as is feedback for an id that appears nowhere.
+Text completions (`prompt` → `text`, no chat messages) are `unsupported` rejects.
 """
 
 from __future__ import annotations
@@ -29,6 +40,8 @@ from tuneloop.data.trace import Feedback, Message, Trace, normalize_feedback
 from tuneloop.errors import InputError
 from tuneloop.registry import ingesters
 
+TraceIndex = dict[str, list[Trace]]
+"""Completion or trace id → the traces that feedback naming it applies to."""
 FEEDBACK_KEYS = ("verdict", "feedback", "thumbs", "rating", "score", "label")
 TIME_KEYS = ("timestamp", "created_at", "time", "start_time", "startTime")
 
@@ -97,9 +110,15 @@ def join_chunks(chunks: list[Any]) -> dict[str, Any]:
 
 
 def _exchange(
-    file: str, lineno: int, obj: dict[str, Any], first_only: bool
+    file: str, lineno: int, obj: dict[str, Any], first_only: bool, by_id: TraceIndex
 ) -> Iterator[Trace | Reject]:
+    """The traces of one {request, response} line; each is also filed in `by_id` under the
+    response id (the completion id that feedback names)."""
     request, response = _body(obj["request"]), _body(obj["response"])
+    if isinstance(request, dict) and "messages" not in request and "prompt" in request:
+        reason = "a text completion (prompt → text), not a chat exchange"
+        yield Reject(file, lineno, reason, "unsupported", excerpt(obj))
+        return
     status = obj["response"].get("status_code") if isinstance(obj["response"], dict) else None
     if (
         isinstance(status, int)
@@ -123,7 +142,7 @@ def _exchange(
     rid = str(response.get("id") or obj.get("id") or f"{Path(file).stem}:{lineno}")
     for i, choice in enumerate(choices[:1] if first_only else choices):
         reply = to_messages([choice.get("message")] if isinstance(choice, dict) else [None])
-        yield Trace(
+        trace = Trace(
             source="openai_chat",
             source_id=rid if len(choices) == 1 or first_only else f"{rid}#{i}",
             source_file=file,
@@ -135,6 +154,10 @@ def _exchange(
             feedback=find_feedback(obj),
             metadata=_extras(request, choice),
         )
+        by_id.setdefault(rid, []).append(trace)
+        if trace.source_id != rid:  # `<id>#<i>`: one choice
+            by_id.setdefault(trace.source_id, []).append(trace)
+        yield trace
 
 
 def _extras(request: dict[str, Any], choice: Any) -> dict[str, Any]:
@@ -170,21 +193,100 @@ def openai_chat(**options: Any) -> Converter:
     first_only = options.get("choices") == "first"
 
     def convert(file: str, lines: Lines) -> Iterator[Trace | Reject]:
+        traces: list[Trace] = []  # held back until every feedback line of the file is read
+        feedback: list[tuple[int, dict[str, Any]]] = []
+        by_id: TraceIndex = {}
         for lineno, obj in lines:
-            try:
-                if "request" in obj and "response" in obj:
-                    yield from _exchange(file, lineno, obj, first_only)
-                elif "messages" in obj:
-                    yield _conversation(file, lineno, obj)
+            if obj.get("type") == "feedback":
+                feedback.append((lineno, obj))
+                continue
+            for out in _line(file, lineno, obj, first_only, by_id):
+                if isinstance(out, Trace):
+                    traces.append(out)
                 else:
-                    yield Reject(
-                        file,
-                        lineno,
-                        "neither {request, response} nor {messages}",
-                        "unsupported",
-                        excerpt(obj),
-                    )
-            except (BadMessage, ValidationError) as err:
-                yield Reject(file, lineno, f"bad message — {err}", excerpt=excerpt(obj))
+                    yield out
+        yield from join_feedback(file, by_id, feedback)
+        yield from traces
 
     return convert
+
+
+def _line(
+    file: str, lineno: int, obj: dict[str, Any], first_only: bool, by_id: TraceIndex
+) -> Iterator[Trace | Reject]:
+    try:
+        if "request" in obj and "response" in obj:
+            yield from _exchange(file, lineno, obj, first_only, by_id)
+        elif "messages" in obj:
+            trace = _conversation(file, lineno, obj)
+            by_id.setdefault(trace.source_id, []).append(trace)
+            yield trace
+        else:
+            yield Reject(
+                file,
+                lineno,
+                "neither {request, response} nor {messages}",
+                "unsupported",
+                excerpt(obj),
+            )
+    except (BadMessage, ValidationError) as err:
+        yield Reject(file, lineno, f"bad message — {err}", excerpt=excerpt(obj))
+
+
+def join_feedback(
+    file: str, by_id: TraceIndex, lines: list[tuple[int, dict[str, Any]]]
+) -> Iterator[Reject]:
+    """Attach each feedback line to the traces `by_id` files under its id (in place); reject
+    the others. Lines are applied in line order, so the last one wins."""
+    for lineno, obj in sorted(lines, key=lambda item: item[0]):
+        cid = obj.get("completion_id")
+        try:
+            fb = feedback_line(obj)
+        except ValueError as err:
+            yield Reject(file, lineno, f"bad feedback — {err}", excerpt=excerpt(obj))
+            continue
+        if not isinstance(cid, str) or not cid:
+            reason = "feedback line without a completion_id string"
+            yield Reject(file, lineno, reason, excerpt=excerpt(obj))
+        elif cid not in by_id:
+            reason = (
+                f"feedback for completion {cid!r}: no exchange in this file has that id — "
+                "feedback is joined within one file (after a log rotation its exchange may "
+                "be in the previous traffic-<n>.jsonl)"
+            )
+            yield Reject(file, lineno, reason, "dropped", excerpt(obj))
+        else:
+            for trace in by_id[cid]:
+                trace.feedback = fb
+                if lineno not in trace.source_lines:
+                    trace.source_lines.append(lineno)
+
+
+def feedback_line(obj: dict[str, Any]) -> Feedback:
+    """The `Feedback` of a traffic log feedback line; ValueError saying what is wrong.
+
+    `verdict` is anything `normalize_feedback` reads as a judgement; an explicit `score` in
+    [0, 1] replaces the verdict's score; `correction` is a non-empty string. At least one of
+    the three must be present.
+    """
+    raw = {k: obj[k] for k in ("verdict", "score", "correction") if obj.get(k) is not None}
+    if not raw:
+        raise ValueError("the line carries no verdict, score or correction")
+    verdict = normalize_feedback(raw["verdict"]) if "verdict" in raw else None
+    if "verdict" in raw and verdict is None:
+        raise ValueError(f"verdict {raw['verdict']!r} is not a judgement (use up or down)")
+    score = raw.get("score")
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1
+    ):
+        raise ValueError(f"score {score!r} is not a number in [0, 1]")
+    correction = raw.get("correction")
+    if correction is not None and (not isinstance(correction, str) or not correction):
+        raise ValueError("correction must be a non-empty string")
+    by_score = normalize_feedback(float(score)) if score is not None else None
+    return Feedback(
+        verdict=verdict.verdict if verdict else by_score.verdict if by_score else None,
+        score=float(score) if score is not None else verdict.score if verdict else None,
+        raw=raw,
+        correction=correction,
+    )

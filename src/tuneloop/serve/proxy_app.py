@@ -1,0 +1,124 @@
+"""The proxy's HTTP surface: `create_proxy_app(Proxy(settings), log)`.
+
+Routes: `/v1/*` forwarded by `Proxy.forward`; `GET /health`; the admin routes
+`GET|POST /admin/upstream` and `POST /admin/drain` (loopback clients only, plus the admin token
+when one is set); and, with a `TrafficLog`, the traffic middleware and `POST /v1/feedback`
+(`traffic.py`). What the proxy does and why is in `proxy.py`; the command is
+`proxy_command.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tuneloop.errors import InputError
+from tuneloop.serve.protocol import ApiError
+from tuneloop.serve.proxy import Proxy, check_bearer, normalize_upstream
+from tuneloop.serve.traffic import TrafficLog, install_traffic
+
+
+def _error(err: ApiError) -> JSONResponse:
+    return JSONResponse(err.body(), status_code=err.status)
+
+
+def is_loopback(host: str | None) -> bool:
+    try:
+        return host is not None and ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def create_proxy_app(proxy: Proxy, log: TrafficLog | None = None) -> FastAPI:
+    """The proxy's FastAPI app; with `log`, completions and feedback are logged."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await proxy.aclose()
+
+    app = FastAPI(
+        title="tuneloop proxy", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
+    app.state.proxy = proxy
+
+    async def forward(request: Request) -> Response:
+        try:
+            return await proxy.forward(request)
+        except ApiError as err:
+            return _error(err)
+
+    async def health(request: Request) -> Response:
+        status, body = await proxy.health()
+        return JSONResponse(body, status_code=status)
+
+    app.add_route("/health", health, methods=["GET"])
+    _admin_routes(app, proxy)
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+    app.add_route("/v1/{path:path}", forward, methods=methods, include_in_schema=False)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        return _error(ApiError(str(exc.detail), status=exc.status_code, type=kind))
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        return _error(ApiError(f"internal error: {exc!r}", status=500, type="server_error"))
+
+    if log is not None:
+        install_traffic(app, log, api_key=proxy.settings.api_key)
+    return app
+
+
+def _admin_routes(app: FastAPI, proxy: Proxy) -> None:
+    """`/admin/upstream` (GET, POST) and `/admin/drain` (POST); loopback (+ token) only."""
+
+    def check(request: Request) -> None:
+        if not is_loopback(request.client.host if request.client else None):
+            raise ApiError("admin routes answer loopback clients only", status=403)
+        check_bearer(request, proxy.settings.admin_token, "admin token")
+
+    async def target(request: Request) -> str:
+        try:
+            body = await request.json()
+        except ValueError:
+            raise ApiError("body must be JSON", code="invalid_json") from None
+        url = body.get("upstream") if isinstance(body, dict) else None
+        if not isinstance(url, str):
+            raise ApiError('expected {"upstream": "http://host:port"}', param="upstream")
+        try:
+            return normalize_upstream(url)
+        except InputError as err:
+            raise ApiError(str(err), param="upstream") from None
+
+    async def upstream(request: Request) -> Response:
+        try:
+            check(request)
+            previous = proxy.switch(await target(request)) if request.method == "POST" else None
+        except ApiError as err:
+            return _error(err)
+        answer = {"upstream": proxy.upstream, "in_flight": proxy.in_flight()}
+        return JSONResponse(answer if previous is None else {**answer, "previous": previous})
+
+    async def drain(request: Request) -> Response:
+        try:
+            check(request)
+            url = await target(request)
+            body = await request.json()
+            timeout = body.get("timeout_s", 60.0)
+            if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0:
+                raise ApiError("timeout_s must be a number ≥ 0", param="timeout_s")
+        except ApiError as err:
+            return _error(err)
+        drained = await proxy.drain(url, float(timeout))
+        answer = {"upstream": url, "drained": drained, "in_flight": proxy.in_flight()}
+        return JSONResponse(answer, status_code=200 if drained else 504)
+
+    app.add_route("/admin/upstream", upstream, methods=["GET", "POST"])
+    app.add_route("/admin/drain", drain, methods=["POST"])
