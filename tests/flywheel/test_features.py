@@ -115,7 +115,10 @@ def test_psi_of_prompt_lengths_matches_a_hand_computed_value(tmp_path: Path) -> 
     assert words.psi == pytest.approx(0.25 * math.log(3), rel=1e-12)
     assert words.band == "significant"
     assert words.reference == {"0-4": 2, "5-8": 2} and words.recent == {"0-4": 3, "5-8": 1}
-    assert drift["tag"].psi == 0.0 and drift["tag"].band == "stable"
+    # untagged training rows: tag drift is not measured (not a PSI of 'none' vs real tags)
+    assert (
+        drift["tag"].psi is None and drift["tag"].note == "no reference row carries metadata 'tag'"
+    )
     locale = drift["locale"]
     assert locale.psi is None and locale.band is None
     assert locale.note == "no reference row carries metadata 'locale'"

@@ -182,7 +182,7 @@ def test_render_status_lines(tmp_path: Path) -> None:
     assert lines[1].startswith("champion   v1 champ@sha (since ")
     assert "traffic    5 exchanges in 1 files; 4 since round loop-1 started" in text
     assert "labels     3 new labelled rows (1 feedback lines for unknown completions)" in text
-    assert "drift      tag           PSI 0.000  stable" in text
+    assert "drift      tag           not measured: no reference row carries metadata 'tag'" in text
     assert "prompt_words  PSI 0.275  significant" in text
     assert "audit      0.700 (95% Wilson 0.397–0.892) on 10 items, model champ@sha" in text
     assert "triggers   new_labels  FIRES  3 new labelled rows (fires at 3)" in text

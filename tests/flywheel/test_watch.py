@@ -369,3 +369,27 @@ def test_an_unchanged_look_is_reused_and_a_changed_one_read_again(tmp_path: Path
     assert "2 new labelled rows" in world.echoed[-1]
     world.add_labels(1)  # the log grew: read again, and now it fires
     assert watcher.step().round_id == "r0001" and not watcher.looker.reused
+
+
+def test_a_promotion_re_serves_and_a_refused_switch_keeps_the_old(tmp_path: Path) -> None:
+    from tuneloop.errors import PhaseFailed
+
+    world = make_world(tmp_path)
+    world.add_labels(3)
+    watcher = world.watcher()
+    calls: list[str] = []
+
+    def reserve() -> str:
+        calls.append("reserve")
+        if len(calls) > 1:
+            raise PhaseFailed("champion v3 was not served; still serving champion v2")
+        return "champion v2 switched (was v1)"
+
+    watcher.on_promoted = reserve
+    assert watcher.step().settled
+    assert calls == ["reserve"]
+    assert any("reserve: champion v2 switched (was v1)" in line for line in world.echoed)
+    world.add_labels(3)
+    assert watcher.step().settled
+    assert any("not served (still the old)" in line for line in world.echoed)
+    assert [d.kind for d in watcher.state.decisions()].count("reserve") == 2

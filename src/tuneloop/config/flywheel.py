@@ -71,6 +71,20 @@ class ApprovalConfig(Section):
     round sets `gate.require_approval` from this)."""
 
 
+class ServeChampionConfig(Section):
+    managed: bool = False
+    """`tuneloop watch` serves the champion itself: the embedded server (with `serve:`'s
+    settings) behind `tuneloop proxy`, which logs the traffic; after each promotion the new
+    champion is started, checked with a real completion, switched to and the old one drained
+    and stopped — clients keep one address and see no downtime."""
+    port: int = Field(default=8100, ge=0, le=65535)
+    """The proxy's port on loopback: the address clients use (`http://127.0.0.1:PORT/v1`)."""
+    log_dir: ConfigPath | None = None
+    """Where the proxy writes the traffic log; None uses the first `flywheel.traffic` entry."""
+    served_name: str = "champion"
+    """The model name clients request, the same for every champion version."""
+
+
 class FlywheelConfig(Section):
     bootstrap: ConfigPath | None = None
     """The checkpoint the first round's champion is bootstrapped from when the ledger has
@@ -82,5 +96,7 @@ class FlywheelConfig(Section):
     """When a round is worth its cost, and how often one may run."""
     approval: ApprovalConfig = ApprovalConfig()
     """Where a person must say yes."""
+    serve: ServeChampionConfig = ServeChampionConfig()
+    """Whether the watcher serves the champion (and re-serves each new one) itself."""
     poll_s: float = Field(default=300.0, gt=0)
     """Seconds between two looks at the traffic when nothing fired (before backoff)."""

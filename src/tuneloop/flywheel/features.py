@@ -151,7 +151,8 @@ def _not_measured(
         return "no reference rows (the last round's training data)"
     if not rec:
         return "no recent traffic"
-    if feature in names and set(ref) == {NONE}:
+    if feature in (*names, "tag") and set(ref) == {NONE}:
+        # an untagged reference against tagged traffic is a difference of bookkeeping, not drift
         return f"no reference row carries metadata '{feature}'"
     return None
 

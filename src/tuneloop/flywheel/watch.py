@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Literal
 
 from tuneloop.config.flywheel import FlywheelConfig
-from tuneloop.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, InputError
+from tuneloop.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, InputError, PhaseFailed
 from tuneloop.flywheel.status import FlywheelStatus, LastRound
 from tuneloop.flywheel.triggers import after_poll, after_round
 from tuneloop.flywheel.watch_look import (
@@ -159,7 +159,10 @@ class Watcher:
         *,
         clock: Callable[[], float] = time.time,
         echo: Callable[[str], None] = _stderr,
+        on_promoted: Callable[[], str] | None = None,
     ) -> None:
+        self.on_promoted = on_promoted
+        """Called after a round promoted (re-serving the new champion); returns a line."""
         self.state = state
         self.flywheel = flywheel
         self.site = site
@@ -358,7 +361,17 @@ class Watcher:
                 outcome = f"{outcome}: {why[:200]}"
         end = AttemptEnd(rid, status, rc, outcome, wall, now)
         self._record(lambda: self.state.end_attempt(end, pacing, message), status, message, now)
+        if rc == 0 and self.on_promoted is not None:
+            self._reserve(rid)
         return Step("round", self.flywheel.poll_s, rid, settled=status != "interrupted")
+
+    def _reserve(self, round_id: str) -> None:
+        """Serve the new champion; a refused switch keeps the old one and is said, not fatal."""
+        assert self.on_promoted is not None
+        try:
+            self.note("reserve", self.on_promoted(), round_id)
+        except (InputError, PhaseFailed) as err:
+            self.note("reserve", f"the new champion was not served (still the old): {err}")
 
     def _not_promoted(self, round_id: str, default: str) -> tuple[str, str | None]:
         """Exit 1 told apart by the round's own ledger record: (outcome, the gate run id

@@ -119,6 +119,7 @@ def watch(
     as interrupted, and resumed by the next `tuneloop watch`. After a kill -9 the next start
     resumes the same round; a trigger never starts two.
     """
+    from tuneloop.flywheel.champion_service import managed_service, traffic_dir
     from tuneloop.flywheel.command import load_flywheel_config
     from tuneloop.flywheel.exchanges import traffic_files
     from tuneloop.flywheel.watch import Watcher
@@ -127,12 +128,16 @@ def watch(
 
     cfg, flywheel = load_flywheel_config(config)
     site = build_site(cfg, config, round_command_template)
+    traffic_dir(flywheel)  # a managed proxy's log folder exists before it is checked
     traffic_files(flywheel.traffic)  # a missing traffic path is refused now, not every poll
     assert site.ledger is not None
     with WatchLock(lock_path(site.ledger), time.time()) as lock:
         state = WatchState.open(state_path(cfg.workdir))
         try:
-            watcher = Watcher(state, flywheel, site)
+            service = managed_service(cfg, flywheel, site.ledger)
+            watcher = Watcher(
+                state, flywheel, site, on_promoted=service.reserve if service else None
+            )
             if lock.took_over is not None:
                 watcher.note(
                     "lock",
@@ -144,9 +149,13 @@ def watch(
                 f"watching {config} (pid {os.getpid()}; poll every {flywheel.poll_s:g} s; "
                 f"state {state.path}; lock {lock.path})",
             )
+            if service is not None:
+                watcher.note("reserve", service.reserve())
             code = watcher.run(once=once, max_rounds=max_rounds)
         finally:
             state.close()
+            if service is not None:
+                service.close()  # leave the champion serving: clients keep their address
     raise typer.Exit(code)
 
 

@@ -114,8 +114,7 @@ def entry(start: dict[str, Any], r: dict[str, Any]) -> str:
         lines.append(
             f"- Parent: champion v{start['parent_version']}{boot} — `{start['base_model']}`"
         )
-    trigger = start.get("trigger") or {}
-    lines.append(f"- Trigger: {_kv(trigger) if trigger else 'manual (no trigger file)'}")
+    lines.append(f"- Trigger: {_trigger(start.get('trigger') or {})}")
     if start.get("gate_slice"):
         lines.append(f"- Gate slice: `{start['gate_slice']}`; evaluated `{start['eval_slice']}`")
     if r.get("reason"):
@@ -144,6 +143,16 @@ def entry(start: dict[str, Any], r: dict[str, Any]) -> str:
         cost += f", {r['train_seconds']:.1f} s training"
     lines.append(f"- Time and cost: {cost}" + (f"; run `{r['run_id']}`" if r["run_id"] else ""))
     return "\n".join(lines) + "\n"
+
+
+def _trigger(trigger: dict[str, Any]) -> str:
+    """What fired, with its figures (a watcher's trigger file), or the keys as given."""
+    if not trigger:
+        return "manual (no trigger file)"
+    firings = [f for f in trigger.get("firings", []) if isinstance(f, dict) and f.get("fired")]
+    if firings:
+        return "; ".join(f"{f.get('name')}: {f.get('detail')}" for f in firings)
+    return _kv(trigger)
 
 
 def _kv(d: dict[str, Any]) -> str:

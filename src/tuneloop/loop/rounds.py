@@ -54,7 +54,7 @@ class RoundRecord(Record):
     parent: dict[str, Any]
     """That champion's descriptor (its `path` is the round's base model)."""
     bootstrap: bool = False
-    """True when this round registered the parent as a bootstrap champion (a null baseline)."""
+    """True when the parent is the bootstrap champion (a null baseline, not a won decision)."""
     base_model: str
     """The base checkpoint's folder."""
     gate_slice: str
@@ -105,7 +105,7 @@ def plan_round(
         gate_slice = _fresh_slice(cfg, conn)
     finally:
         conn.close()
-    bootstrap = champion is None
+    bootstrap = champion is None or champion["via"] == "bootstrap"
     parent = _bootstrap_descriptor(cfg) if champion is None else champion["descriptor"]
     path = parent.get("path")
     if not path or not (Path(path) / "config.json").is_file():
@@ -148,6 +148,26 @@ def _bootstrap_descriptor(cfg: LoopConfig) -> dict[str, Any]:
     return {"kind": "single", "path": str(base), "sha256": sha256_path(base), "bootstrap": True}
 
 
+def ensure_champion(cfg: LoopConfig) -> dict[str, Any]:
+    """The current champion; with none yet, register the bootstrap champion first (what the
+    first round would do), so that a managed service can serve it before any round."""
+    from tuneloop.gate.ledger import add_champion, current_champion
+    from tuneloop.gate.ledger_store import connect, transaction
+
+    conn = connect(ledger_path(cfg))
+    try:
+        with transaction(conn):
+            champion = current_champion(conn)
+            if champion is None:
+                at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                add_champion(conn, _bootstrap_descriptor(cfg), run_id=None, at=at, via="bootstrap")
+                champion = current_champion(conn)
+    finally:
+        conn.close()
+    assert champion is not None
+    return champion
+
+
 def commit_round(cfg: LoopConfig, record: RoundRecord) -> None:
     """Write `round.json` and the ledger rows (the bootstrap champion first, if any)."""
     from tuneloop.gate.ledger import add_champion, current_champion
@@ -157,7 +177,7 @@ def commit_round(cfg: LoopConfig, record: RoundRecord) -> None:
     conn = connect(ledger_path(cfg))
     try:
         with transaction(conn):
-            if record.bootstrap and current_champion(conn) is None:
+            if current_champion(conn) is None:  # the first round: the bootstrap champion
                 add_champion(
                     conn, record.parent, run_id=None, at=record.started_at, via="bootstrap"
                 )
