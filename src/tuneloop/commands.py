@@ -27,7 +27,18 @@ def check(
     from tuneloop.loop.preflight import check_before_compute
 
     cfg = load_config(config, overrides)
-    for warning in check_before_compute(cfg, config, overrides):
+    checked = cfg
+    if cfg.base_model == "champion":  # a flywheel config: check the next round's config
+        from tuneloop.loop.rounds import preview_round, round_config
+
+        record = preview_round(cfg, config)
+        checked = round_config(cfg, record)
+        typer.echo(
+            f"next round {record.round_id}: from champion v{record.parent_version}, gate slice "
+            f"{record.gate_slice}, evaluating {record.eval_slice}",
+            err=True,
+        )
+    for warning in check_before_compute(checked, config, overrides):
         typer.echo(warning, err=True)
     typer.echo(dump_config(cfg), nl=False)
 

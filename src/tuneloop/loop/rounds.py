@@ -87,6 +87,27 @@ def existing_round(cfg: LoopConfig, round_id: str) -> RoundRecord | None:
     return read_record(path, RoundRecord) if path.exists() else None
 
 
+def preview_round(cfg: LoopConfig, config_path: Path) -> RoundRecord:
+    """The next round's plan for `tuneloop check`: like `plan_round`, but a missing ledger is
+    read as an empty one (never created)."""
+    if ledger_path(cfg).exists():
+        return plan_round(cfg, config_path, next_round_id(cfg), {})
+    if cfg.suite.rolling is None:
+        return plan_round(cfg, config_path, next_round_id(cfg), {})  # its error names the key
+    parent = _bootstrap_descriptor(cfg, hashed=False)
+    return RoundRecord(
+        round_id=next_round_id(cfg),
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        config_path=str(config_path),
+        parent_version=1,
+        parent=parent,
+        bootstrap=True,
+        base_model=str(parent["path"]),
+        gate_slice="gate-000",
+        eval_slice="audit+gate-000",
+    )
+
+
 def plan_round(
     cfg: LoopConfig, config_path: Path, round_id: str, trigger: dict[str, Any]
 ) -> RoundRecord:
@@ -138,14 +159,15 @@ def _fresh_slice(cfg: LoopConfig, conn: Any) -> str:
     return gate_slice_name(index)
 
 
-def _bootstrap_descriptor(cfg: LoopConfig) -> dict[str, Any]:
+def _bootstrap_descriptor(cfg: LoopConfig, hashed: bool = True) -> dict[str, Any]:
     base = cfg.flywheel.bootstrap or (cfg.base_model if isinstance(cfg.base_model, Path) else None)
     if base is None:
         raise InputError(
             "flywheel.bootstrap: the ledger has no champion yet; name the checkpoint the "
             "first round starts from (flywheel.bootstrap: path/to/model)"
         )
-    return {"kind": "single", "path": str(base), "sha256": sha256_path(base), "bootstrap": True}
+    digest = sha256_path(base) if hashed else None
+    return {"kind": "single", "path": str(base), "sha256": digest, "bootstrap": True}
 
 
 def ensure_champion(cfg: LoopConfig) -> dict[str, Any]:
