@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tuneloop.config import ServerConfig
@@ -211,3 +212,23 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+
+
+async def read_capped_body(request: Request, limit: int) -> bytes:
+    """The body, refusing early once it exceeds `limit` (before reading it all)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise ApiError(
+            f"request body is {declared} bytes; the limit is {limit}",
+            status=413,
+            code="request_too_large",
+        )
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(
+                f"request body exceeds {limit} bytes", status=413, code="request_too_large"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)

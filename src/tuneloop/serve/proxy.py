@@ -46,7 +46,7 @@ from fastapi.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from tuneloop.errors import InputError
-from tuneloop.serve.protocol import ApiError
+from tuneloop.serve.protocol import ApiError, read_capped_body
 
 HOP_BY_HOP = frozenset(
     {
@@ -171,7 +171,7 @@ class Proxy:
     async def forward(self, request: Request) -> Response:
         """Relay one request to the current upstream; ApiError for what the proxy refuses."""
         check_bearer(request, self.settings.api_key, "API key")
-        body = await _read_capped(request, self.settings.max_body_bytes)
+        body = await read_capped_body(request, self.settings.max_body_bytes)
         upstream = self._current
         upstream.in_flight += 1
         try:
@@ -332,22 +332,3 @@ def check_bearer(request: Request, token: str | None, what: str) -> None:
         raise ApiError(
             f"missing or wrong {what} (Authorization: Bearer …)", status=401, code="invalid_api_key"
         )
-
-
-async def _read_capped(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise ApiError(
-            f"request body is {declared} bytes; the limit is {limit}",
-            status=413,
-            code="request_too_large",
-        )
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(
-                f"request body exceeds {limit} bytes", status=413, code="request_too_large"
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)

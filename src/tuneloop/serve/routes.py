@@ -34,6 +34,7 @@ from tuneloop.serve.protocol import (
     decode_body,
     parse_chat,
     parse_completion,
+    read_capped_body,
     usage,
 )
 from tuneloop.serve.rows import Row, RowResult, derive_seed
@@ -70,26 +71,6 @@ class ServerSettings:
 
 def _error(err: ApiError) -> JSONResponse:
     return JSONResponse(err.body(), status_code=err.status)
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, refusing early once it exceeds `limit` (before reading it all)."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise ApiError(
-            f"request body is {declared} bytes; the limit is {limit}",
-            status=413,
-            code="request_too_large",
-        )
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(
-                f"request body exceeds {limit} bytes", status=413, code="request_too_large"
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _rows(
@@ -151,7 +132,7 @@ class _Routes:
     async def parse(self, request: Request, kind: str) -> ChatRequest | CompletionRequest:
         self.check_auth(request)
         limits = self.settings.config
-        body = decode_body(await _read_body(request, limits.max_body_bytes), limits)
+        body = decode_body(await read_capped_body(request, limits.max_body_bytes), limits)
         req = parse_chat(body, limits) if kind == "chat" else parse_completion(body, limits)
         if req.model != self.name:
             raise ApiError(
