@@ -68,3 +68,49 @@ def test_grid_counts_unwritten_keys_as_missing() -> None:
 def test_grid_refuses_sample_index_outside_budget() -> None:
     with pytest.raises(InputError, match="sample_index 2, outside 0..1"):
         score_grid([row("a", 2)], ["a"], 2, "log")
+
+
+def test_a_plain_row_stays_version_1_and_an_agent_row_is_version_2() -> None:
+    from tuneloop.records import parse_record
+    from tuneloop.samplelog import AgentTrace
+
+    plain = row("a", 0)
+    assert plain.to_json()["schema"] == "tuneloop.sample/1"
+    agent = plain.model_copy(update={"agent": AgentTrace(turns=2)})
+    agent = SampleRow.model_validate(agent.model_dump())  # as built by the runner
+    assert agent.to_json()["schema"] == "tuneloop.sample/2"
+    metric = SampleRow.model_validate({**plain.model_dump(), "metrics": {"turns": 0.5}})
+    assert metric.to_json()["schema"] == "tuneloop.sample/2"
+    # read back (and rewritten by a resume's compaction) with the same version as written
+    assert parse_record(plain.to_json(), SampleRow, "x").to_json() == plain.to_json()
+    assert parse_record(agent.to_json(), SampleRow, "x").to_json() == agent.to_json()
+
+
+def test_rows_on_scorer_reads_a_named_output(tmp_path: Path) -> None:
+    from tuneloop.samplelog import rows_on_scorer
+
+    scored = SampleRow.model_validate({**row("a", 0).model_dump(), "metrics": {"turns": 0.25}})
+    missing = row("b", 0, status="missing")
+    out = rows_on_scorer([scored, missing], "turns", "log")
+    assert [(r.value, r.scorer, r.status) for r in out] == [
+        (0.25, "turns", "ok"),
+        (0.0, None, "missing"),
+    ]
+    with pytest.raises(InputError, match="log: item 'a' sample 0 has no output of scorer 'x'"):
+        rows_on_scorer([scored], "x", "log")
+
+
+def test_plain_rows_and_summaries_are_written_as_before_agents() -> None:
+    plain = row("a", 0).to_json()
+    assert "agent" not in plain and "metrics" not in plain
+    summary = EvalSummary(
+        suite_path="s",
+        suite_revision="r",
+        item_ids=["a"],
+        model="m",
+        endpoint="e",
+        sampling=SamplingParams(n_samples=1, temperature=0.0, max_tokens=8),
+    )
+    assert summary.to_json()["schema"] == "tuneloop.eval_summary/1"
+    assert "agent" not in summary.to_json() and "metrics" not in summary.to_json()
+    assert summary.model_copy(update={"metrics": ["turns"]}).to_json()["metrics"] == ["turns"]

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuneloop.data.trace import Message, Trace
+from tuneloop.records.trace import Message, Trace
 from tuneloop.scrub import Scrubber, ScrubRules
 
 SECRETS = [

@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "merge": "tuneloop.train.command:merge",
     "doctor": "tuneloop.train.command:doctor",
     "ingest": "tuneloop.data.command:ingest",
+    "replay": "tuneloop.replay.command:replay",
     "gate": "tuneloop.gate.command:gate",
     "champion": "tuneloop.gate.command:champion",
     # approve: a gate promotion, or (--config) a watcher round's spend; the flywheel reads both

@@ -1,11 +1,12 @@
-"""Named plugins: scorers, serving backends, trainers and trace ingesters.
+"""Named plugins: scorers, serving backends, trainers, trace ingesters, tools and environments.
 
 Built-ins register themselves with a decorator when their module is imported
 (`@scorers.register("name")`, or for scorers `@scorer("numeric", inline=True)`, which also
 records the scorer's properties on its factory); a registry imports its built-in modules the
 first time it is asked for a name. Third-party packages add plugins through entry points, one
 group per kind (`tuneloop.scorers`, `tuneloop.serve_backends`, `tuneloop.trainers`,
-`tuneloop.ingesters`); an entry point names the object to register under its name.
+`tuneloop.ingesters`, `tuneloop.tools`, `tuneloop.environments`); an entry point names the
+object to register under its name.
 Unknown names raise `InputError` with "did you mean …". There is deliberately no discovery
 by `__subclasses__()`: what is registered is exactly what `tuneloop plugins` lists.
 """
@@ -100,10 +101,14 @@ serve_backends: Registry[Any] = Registry(
 )
 trainers: Registry[Any] = Registry("trainer", "tuneloop.trainers", ("tuneloop.train.methods",))
 ingesters: Registry[Any] = Registry("ingester", "tuneloop.ingesters", ("tuneloop.data.ingest",))
+tools: Registry[Any] = Registry("tool", "tuneloop.tools", ("tuneloop.envs",))
+environments: Registry[Any] = Registry("environment", "tuneloop.environments", ("tuneloop.envs",))
 
 ALL: dict[str, Registry[Any]] = {
     "scorers": scorers,
     "serve_backends": serve_backends,
     "trainers": trainers,
     "ingesters": ingesters,
+    "tools": tools,
+    "environments": environments,
 }

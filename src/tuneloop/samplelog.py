@@ -4,6 +4,15 @@ A sample log is a folder holding `samples.jsonl` — one `SampleRow` per (item, 
 appended as each completes — and `summary.json` (an `EvalSummary`) beside it. Rows with
 status `missing` are written at the end of an eval for keys that never got a real completion;
 readers count them as failures (score 0) in the denominator and report how many there were.
+
+Agent items (a suite item with `tools`) extend the row, still one row per (item, sample):
+`agent` holds the whole trajectory (`AgentTrace`: every message after the item's own, each
+tool call with its outcome, turns, tokens, why the loop stopped) and `metrics` the outputs of
+the further scorers the eval ran (`eval.metrics`), by scorer name. A row that uses either is
+written as version 2 of the row schema; a plain row stays version 1, so a reader that predates
+agents still reads plain logs, and refuses (by version, with "upgrade tuneloop") an agent log.
+`rows_on_scorer` re-reads a log on one of those named outputs: that is how the report and the
+gate work on any scorer's output (`report.scorer`, the bar's `scorer`).
 """
 
 from __future__ import annotations
@@ -41,11 +50,83 @@ class SamplingParams(BaseModel):
     """Base seed; per-sample seeds derive from (seed, item id, sample index)."""
 
 
+CallStatus = Literal["ok", "invalid_json", "unknown_tool", "invalid_arguments", "failed"]
+AgentStop = Literal["answer", "max_turns", "token_budget"]
+
+
+class ToolCall(BaseModel):
+    """One tool call of a trajectory and what became of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int
+    """The model turn (0-based) that made the call."""
+    id: str
+    """The call's id as the model gave it (or `call_<turn>_<j>` when it gave none)."""
+    name: str
+    """The tool name the model asked for (may be unknown)."""
+    arguments: Any = None
+    """The parsed arguments; None when they were not valid JSON."""
+    raw_arguments: str = ""
+    """The arguments exactly as the model wrote them."""
+    status: CallStatus = "ok"
+    """ok; invalid_json, unknown_tool, invalid_arguments (against the tool's JSON schema):
+    refused before running, returned to the model as a tool error; failed: the tool ran and
+    raised (a model-side outcome, never an infrastructure error)."""
+    result: str | None = None
+    """The tool message content returned to the model (the result, or the error)."""
+    error: str | None = None
+    """Why the call was refused or failed; None when status is ok."""
+
+
+class AgentTrace(BaseModel):
+    """The trajectory of one agent sample: everything after the item's own messages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    """Version of this extension of the row."""
+    messages: list[dict[str, Any]] = []
+    """The assistant turns (with `tool_calls`) and `tool` results, in order, as sent back."""
+    calls: list[ToolCall] = []
+    """Every tool call, in order."""
+    turns: int = 0
+    """Model turns taken (requests answered)."""
+    prompt_tokens: int = 0
+    """Prompt tokens summed over turns (as the server reported them)."""
+    completion_tokens: int = 0
+    """Completion tokens summed over turns."""
+    stop: AgentStop = "answer"
+    """answer: a turn without tool calls (the final answer); max_turns / token_budget: the
+    loop was cut off, the trajectory is unfinished and scores as such."""
+    max_turns: int = 8
+    """The turn limit the loop ran under."""
+    token_budget: int | None = None
+    """The token budget (prompt + completion over turns) it ran under; None: none."""
+
+    @property
+    def finished(self) -> bool:
+        return self.stop == "answer"
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def answer(self) -> str:
+        """The final assistant text ('' when the last turn had none)."""
+        for message in reversed(self.messages):
+            if message.get("role") == "assistant":
+                content = message.get("content")
+                return content if isinstance(content, str) else ""
+        return ""
+
+
 class SampleRow(Record):
     """One (item, sample index) of an eval."""
 
     KIND = "sample"
-    VERSION = 1
+    VERSION = 2
 
     suite_revision: str
     """sha256 of the suite's canonical content."""
@@ -78,6 +159,14 @@ class SampleRow(Record):
     """Last infrastructure or harness error for non-ok rows."""
     tags: list[str] = []
     """The item's tags, copied for per-tag breakdowns."""
+    agent: AgentTrace | None = None
+    """The trajectory of an agent item (one with `tools`); None for a single-turn item."""
+    metrics: dict[str, float] = {}
+    """Outputs of the further scorers the eval ran (`eval.metrics`), by scorer name, each in
+    [0, 1]; empty unless status is ok."""
+
+    def to_json(self) -> dict[str, Any]:
+        return _versioned(self, super().to_json())
 
     @property
     def value(self) -> float:
@@ -102,11 +191,22 @@ class ServedAs(BaseModel):
     """True for a deliberate A/A control: pre and post are the same external model."""
 
 
+class AgentBudget(BaseModel):
+    """The limits of the agent loop: part of the budget two logs must share to be compared."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_turns: int
+    """Model turns per sample before the trajectory is cut off as unfinished."""
+    token_budget: int | None = None
+    """Prompt + completion tokens per sample (summed over turns) before it is cut off."""
+
+
 class EvalSummary(Record):
     """Settings and totals of one eval, written beside samples.jsonl."""
 
     KIND = "eval_summary"
-    VERSION = 1
+    VERSION = 2
 
     suite_path: str
     suite_revision: str
@@ -129,6 +229,23 @@ class EvalSummary(Record):
     served_as: ServedAs | None = None
     """How the model was served (arm, backend, decoding contract, A/A control); None for an
     eval run outside the loop."""
+    agent: AgentBudget | None = None
+    """The agent loop's limits when the evaluated items include agent items; None otherwise."""
+    metrics: list[str] = []
+    """The further scorers run on every sample (`eval.metrics`), recorded in each row."""
+
+    def to_json(self) -> dict[str, Any]:
+        return _versioned(self, super().to_json())
+
+
+def _versioned(record: SampleRow | EvalSummary, out: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 (with `agent` and `metrics`) only for a record that uses them: a plain row or
+    summary is written byte for byte as before agents, and stays readable by older readers."""
+    extended = record.agent is not None or bool(record.metrics)
+    out["schema"] = f"tuneloop.{record.KIND}/{2 if extended else 1}"
+    if not extended:
+        del out["agent"], out["metrics"]
+    return out
 
 
 SAMPLING_BUDGET = ("n_samples", "temperature", "top_p", "max_tokens")
@@ -157,6 +274,8 @@ def check_comparable(
         for name in fields
         if getattr(a.sampling, name) != getattr(b.sampling, name)
     ]
+    if a.agent != b.agent:
+        diffs.append(f"agent limits: {a.agent!r} vs {b.agent!r}")
     if diffs:
         raise InputError(
             f"{x} and {y} used different sampling budgets: {'; '.join(diffs)}; evaluate both "
@@ -164,11 +283,12 @@ def check_comparable(
         )
 
 
-def load_sample_log(folder: Path) -> tuple[EvalSummary, list[SampleRow]]:
+def load_sample_log(folder: Path, scorer: str | None = None) -> tuple[EvalSummary, list[SampleRow]]:
     """Read a sample-log folder (or its samples.jsonl); errors name file and line.
 
     Duplicate (item, sample) keys keep the last row: a resumed eval may append a real
-    completion after a `missing` row written by a run that was stopped.
+    completion after a `missing` row written by a run that was stopped. With `scorer`, the
+    rows are scored on that scorer's output (`rows_on_scorer`).
     """
     folder = Path(folder)
     if folder.is_file():
@@ -184,7 +304,29 @@ def load_sample_log(folder: Path) -> tuple[EvalSummary, list[SampleRow]]:
                 f"the summary's {summary.suite_revision[:12]}"
             )
         rows[(row.item_id, row.sample_index)] = row
+    if scorer is not None:
+        return summary, rows_on_scorer(list(rows.values()), scorer, str(samples))
     return summary, list(rows.values())
+
+
+def rows_on_scorer(rows: list[SampleRow], scorer: str, where: str) -> list[SampleRow]:
+    """The rows with `score` taken from scorer `scorer`'s output: the row's own score where
+    the row was scored by it, else `metrics[scorer]`. Status is kept (missing stays missing).
+    A scored row without that output is an InputError naming the log and the eval setting."""
+    out = []
+    for row in rows:
+        if row.status != "ok" or row.scorer == scorer:
+            out.append(row)
+            continue
+        if scorer not in row.metrics:
+            recorded = ", ".join(sorted(row.metrics)) or "none"
+            raise InputError(
+                f"{where}: item {row.item_id!r} sample {row.sample_index} has no output of "
+                f"scorer {scorer!r} (scored by {row.scorer!r}; metrics recorded: {recorded}); "
+                f"evaluate with `eval.metrics: [{scorer}]` (`--metrics`)"
+            )
+        out.append(row.model_copy(update={"score": row.metrics[scorer], "scorer": scorer}))
+    return out
 
 
 @dataclass(frozen=True)

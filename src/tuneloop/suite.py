@@ -5,7 +5,10 @@
 
 One item per line: a unique `id`; `messages` (a chat) or `prompt` (plain text), not both;
 reference fields for its scorer (`answer`, `tests`, `choices`, `schema`, …); `scorer` (else the
-suite default); optional `tags`. Every error names the file and line (duplicate ids name both).
+suite default); optional `tags`. An agent item also offers `tools` and names its `environment`
+(checked by `tuneloop.envs.items`); its `messages` may hold earlier turns, including assistant
+`tool_calls` (content null) and `tool` results. Every error names the file and line (duplicate
+ids name both).
 
 The revision is the sha256 of the canonical JSON (sorted keys, no spaces) of the list of items
 in file order, so re-indenting the file or reordering keys keeps it, and any change to any item
@@ -115,7 +118,7 @@ def _parse_item(raw: dict[str, Any], where: str, default_scorer: str) -> SuiteIt
     if messages is not None and not _valid_messages(messages):
         raise InputError(
             f"{where}: 'messages' must be a non-empty list of {{'role', 'content'}} objects "
-            "with string values"
+            "with string values (an assistant turn with 'tool_calls' may have null content)"
         )
     if prompt is not None and not isinstance(prompt, str):
         raise InputError(f"{where}: 'prompt' must be a string")
@@ -125,6 +128,10 @@ def _parse_item(raw: dict[str, Any], where: str, default_scorer: str) -> SuiteIt
     tags = raw.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise InputError(f"{where}: 'tags' must be a list of strings")
+    if any(key in raw for key in ("tools", "environment", "tool_results", "expected_tools")):
+        from tuneloop.envs import check_agent_item
+
+        check_agent_item(raw, where)
     return SuiteItem(item_id, messages, prompt, scorer, tuple(tags), raw)
 
 
@@ -132,10 +139,10 @@ def _valid_messages(messages: Any) -> bool:
     return (
         isinstance(messages, list)
         and bool(messages)
+        and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages)
         and all(
-            isinstance(m, dict)
-            and isinstance(m.get("role"), str)
-            and isinstance(m.get("content"), str)
+            isinstance(m.get("content"), str)
+            or (m["role"] == "assistant" and m.get("content") is None and m.get("tool_calls"))
             for m in messages
         )
     )

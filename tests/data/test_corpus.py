@@ -7,6 +7,7 @@ import pytest
 from tuneloop.data import build_corpus
 from tuneloop.data.corpus import load_corpus_config
 from tuneloop.errors import InputError
+from tuneloop.records import CorpusProvenance, read_record
 
 from .conftest import ARITH, exchange, write_jsonl
 from .test_bands import make_log
@@ -37,6 +38,19 @@ def test_arith_example_end_to_end(arith_build):
     assert all(r == "exact_prompt" or 0 < int(r.removeprefix("ngram_")) <= 13 for r in rules)
     assert prov["scrubbed"]["secret"] > 0 and prov["outputs"]["sft.jsonl"]
     assert result.preference_path is not None
+
+
+def test_every_ingested_trace_is_written_scrubbed_for_the_replay(arith_build):
+    from tuneloop.records import iter_jsonl, parse_record
+    from tuneloop.records.trace import Trace
+
+    result, out = arith_build
+    path = out / "traces.jsonl"
+    traces = [parse_record(obj, Trace, f"{path}:{n}") for n, obj in iter_jsonl(path)]
+    assert len(traces) == result.counts["traces"]
+    assert FAKE_KEY not in path.read_text()
+    prov = read_record(result.provenance_path, CorpusProvenance)
+    assert "traces.jsonl" in prov.outputs
 
 
 def test_planted_key_and_suite_items_never_reach_an_output(arith_build):
@@ -154,3 +168,86 @@ def test_agent_traces_keep_tool_calls_in_order_and_lose_no_secret(tmp_path):
         text = path.read_text()
         for secret in ("sk-ant-api03-FAKE", "sk-proj-abcDEF", "ops@example.org", "10.20.30.40"):
             assert secret not in text, (path.name, secret)
+
+
+def _grpo_log(tmp_path):
+    with_ref = exchange(1, "What is 12 + 30?", "41", "down")
+    with_ref |= {"reference": 42, "scorer": "numeric", "scorer_args": {"abs_tol": 0.5}}
+    leaked = exchange(2, "What is 3 + 6?", "9", "up") | {"answer": "9"}  # a suite item
+    lines = [
+        with_ref,
+        leaked,
+        exchange(3, "What is 7 + 7?", "15"),
+        {"type": "feedback", "completion_id": "r3", "verdict": "down", "correction": "14"},
+        exchange(4, "what is 7+7 ?", "14", "up"),  # the same prompt, accepted: the correction wins
+        exchange(5, "What is 2 + 2?", "4", "up"),  # accepted
+        exchange(6, "What is 9 + 9?", "17", "down"),  # no reference, not accepted
+    ]
+    return write_jsonl(tmp_path / "log.jsonl", lines)
+
+
+def test_grpo_prompt_set_keeps_references_scorers_and_origins(tmp_path, tiny_suite):
+    _grpo_log(tmp_path)
+    cfg = tmp_path / "corpus.yaml"
+    cfg.write_text(
+        "sources: [{path: log.jsonl, name: prod}]\n"
+        "decontaminate: {suites: [suite.jsonl]}\n"
+        "grpo: {scorer: numeric, accept_min_score: 1.0}\n"
+    )
+    result = build_corpus(cfg, tmp_path / "out", progress=False)
+    rows = {r["id"]: r for r in map(json.loads, result.grpo_path.open())}
+    assert sorted(rows) == ["r1", "r3", "r5"]
+    assert rows["r1"] == {
+        "id": "r1",
+        "messages": [{"role": "user", "content": "What is 12 + 30?"}],
+        "answer": "42",
+        "scorer": "numeric",
+        "scorer_args": {"abs_tol": 0.5},
+        "source": "prod",
+        "origin": "reference",
+    }
+    assert (rows["r3"]["answer"], rows["r3"]["origin"]) == ("14", "correction")
+    assert (rows["r5"]["answer"], rows["r5"]["origin"], rows["r5"]["scorer"]) == (
+        "4",
+        "accepted",
+        "numeric",
+    )
+    prov = read_record(result.provenance_path, CorpusProvenance)
+    assert prov.grpo.counts == {"candidates": 5, "dedup": 4, "decontaminate": 3}
+    assert prov.grpo.by_origin == {"reference": 1, "correction": 1, "accepted": 1}
+    assert prov.decontamination[0].grpo_prompts_removed == ["r2"]
+    # the SFT rows keep their reference too
+    sft = {r["source_id"]: r for r in map(json.loads, result.sft_path.open())}
+    assert sft["r3"]["reference"] == {"answer": "14", "origin": "correction"}
+    # and the trainer reads the set as GRPO prompt rows
+    from tuneloop.train.data import grpo_rows, read_rows
+
+    assert len(grpo_rows(read_rows(result.grpo_path))) == 3
+
+
+def test_champion_bands_keep_the_informative_prompts(tmp_path, tiny_suite, monkeypatch):
+    _grpo_log(tmp_path)
+    cfg = tmp_path / "corpus.yaml"
+    cfg.write_text(
+        "sources: [{path: log.jsonl}]\n"
+        "grpo: {accept_min_score: 1.0}\n"
+        "bands:\n  champion: {base_url: 'http://127.0.0.1:9/v1', model: champ, samples: 4}\n"
+        "  edges: [0, 1]\n  keep: [medium]\n  outputs: [grpo]\n"
+    )
+    answers = {"What is 12 + 30?": ["42", "41", "42", "0"], "What is 7 + 7?": ["14"] * 4}
+
+    async def fake(prompts, samples, sample, default_scorer):  # the endpoint, answered here
+        async def reply(messages, seed):
+            return answers.get(messages[-1]["content"], ["x"] * 4)[seed]
+
+        return await real(prompts, samples, reply, default_scorer)
+
+    from tuneloop.data import champion
+
+    real = champion.pass_rates
+    monkeypatch.setattr(champion, "pass_rates", fake)
+    result = build_corpus(cfg, tmp_path / "out", progress=False)
+    rows = [json.loads(line) for line in result.grpo_path.open()]
+    # 12 + 30: 2 of 4 right (kept); 7 + 7: always right, 3 + 6 and 2 + 2: never (dropped)
+    assert [(r["id"], r["band"], r["pass_rate"]) for r in rows] == [("r1", "medium", 0.5)]
+    assert all("band" not in json.loads(line) for line in result.sft_path.open())

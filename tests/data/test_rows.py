@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tuneloop.data.rows import preference_pairs, to_row
-from tuneloop.data.trace import Feedback, Message, Trace
+from tuneloop.records.trace import Feedback, Message, Trace
 
 
 def _trace(answer: str, feedback: Feedback | None) -> Trace:

@@ -1,6 +1,7 @@
 import pytest
 
-from tuneloop.data.trace import Message, ToolCall, normalize_feedback
+from tuneloop.data.trace import normalize_feedback
+from tuneloop.records.trace import Message, ToolCall
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,11 @@
 The server answers "What is A + B?" prompts: correctly when (A + B) % 3 != 0, with A + B + 1
 otherwise, so every score is predictable from the item alone. Knobs on `FakeState` inject
 500s, delays, malformed bodies and non-string completions.
+
+`agent_server` is a scripted agent model for the agent suite in `fixtures/agent_suite.jsonl`:
+its reply is a pure function of the conversation so far (`scripted_turn`), so trajectories
+are exact; a `[mode]` in the user's question picks the misbehaviour (bad JSON, an unknown
+tool, wrong arguments, a failing call, a repeated call, never answering).
 """
 
 from __future__ import annotations
@@ -130,13 +135,14 @@ async def _answer(state: FakeState, path: str, req: dict) -> tuple[int, bytes]:
 class ServerThread:
     """uvicorn in a background thread; stop() and start() again on the same port."""
 
-    def __init__(self, state: FakeState, port: int = 0) -> None:
+    def __init__(self, state, port: int = 0, app=None) -> None:
         self.state, self.port = state, port
+        self.app = app or make_app(state)
         self.start()
 
     def start(self) -> None:
         config = uvicorn.Config(
-            make_app(self.state),
+            self.app,
             host="127.0.0.1",
             port=self.port,
             log_level="error",
@@ -241,6 +247,102 @@ def small_suite(tmp_path: Path) -> Path:
     return path
 
 
+# ---- a scripted agent model ------------------------------------------------------------
+
+AGENT_SUITE = Path(__file__).parent / "fixtures" / "agent_suite.jsonl"
+_COMPUTE = re.compile(r"Compute: (?P<expr>[^\[]+?)\s*(?:\[(?P<mode>[\w-]+)\])?$")
+
+
+@dataclass
+class AgentState:
+    delay_s: float = 0.0
+    error_rate: float = 0.0
+    """Probability of a 500 before answering (an infrastructure fault, retried)."""
+    requests: list[tuple[str, int, int]] = field(default_factory=list)
+    """(last user question, turn, seed) of every answered request."""
+    rng: random.Random = field(default_factory=lambda: random.Random(3))
+
+
+def _call(n: int, name: str, arguments: object) -> dict:
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": raw}}
+
+
+def scripted_turn(messages: list[dict], tools: list[str]) -> dict:
+    """The assistant message the scripted model sends next."""
+    question = [m for m in messages if m["role"] == "user"][-1]["content"]
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    n = len(results)
+
+    def calls(*made: dict) -> dict:
+        return {"role": "assistant", "content": None, "tool_calls": list(made)}
+
+    def answer(text: str) -> dict:
+        return {"role": "assistant", "content": text}
+
+    if not tools:
+        return answer(expected_reply(question))
+    if "weather" in tools:
+        if n == 0:
+            return calls(_call(0, "weather", {"city": "Paris"}))
+        return answer(f"It is {json.loads(results[-1])['temperature_c']} C in Paris.")
+    m = _COMPUTE.search(question)
+    assert m, question
+    expr, mode = m.group("expr"), m.group("mode")
+    good = _call(n, "calculator", {"expression": expr})
+    first = {
+        "bad-json": _call(0, "calculator", '{"expression": "' + expr),
+        "unknown": _call(0, "calc", {"expression": expr}),
+        "wrong-args": _call(0, "calculator", {"expr": expr}),
+    }
+    if mode == "loop" or (mode == "redundant" and n < 2):
+        return calls(good)
+    if n == 0:
+        return calls(first.get(mode or "", good))
+    if mode in first and n == 1:
+        return calls(good)
+    return answer(f"The answer is {results[-1]}." if mode != "fail" else "The answer is 0.")
+
+
+def make_agent_app(state: AgentState):
+    async def app(scope, receive, send):
+        body = b""
+        while True:
+            msg = await receive()
+            body += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+        if state.delay_s:
+            await asyncio.sleep(state.delay_s)
+        if state.rng.random() < state.error_rate:
+            await _send(send, 500, b'{"error": "injected"}')
+            return
+        req = json.loads(body)
+        messages = req["messages"]
+        tools = [t["function"]["name"] for t in req.get("tools", [])]
+        question = [m for m in messages if m["role"] == "user"][-1]["content"]
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        state.requests.append((question, turn, req.get("seed")))
+        message = scripted_turn(messages, tools)
+        choice = {
+            "index": 0,
+            "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+            "message": message,
+        }
+        usage = {"prompt_tokens": 10 * len(messages), "completion_tokens": 5}
+        await _send(send, 200, json.dumps({"choices": [choice], "usage": usage}).encode())
+
+    return app
+
+
+@pytest.fixture
+def agent_server() -> Iterator[ServerThread]:
+    state = AgentState()
+    server = ServerThread(state, app=make_agent_app(state))
+    yield server
+    server.stop()
+
+
 @dataclass(frozen=True)
 class FakeKit:
     """The helpers tests need (importlib import mode cannot import conftest directly)."""
@@ -249,6 +351,8 @@ class FakeKit:
     FakeState = FakeState
     ServerThread = ServerThread
     DroppingProxy = DroppingProxy
+    AGENT_SUITE = AGENT_SUITE
+    scripted_turn = staticmethod(scripted_turn)
 
 
 @pytest.fixture

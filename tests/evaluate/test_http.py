@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tuneloop.evaluate.http import Http11Pool, HttpxTransport, TransportFailure, transport_for
+from tuneloop.client.http import Http11Pool, HttpxTransport, TransportFailure, transport_for
 
 BODY = b'{"ok": true}'
 

@@ -52,6 +52,16 @@ def measure() -> ModuleType:
 
 
 @pytest.fixture(scope="session")
+def build_teachers() -> ModuleType:
+    return load_script("build_teachers")
+
+
+@pytest.fixture(scope="session")
+def make_replay_traces() -> ModuleType:
+    return load_script("make_replay_traces")
+
+
+@pytest.fixture(scope="session")
 def suite_items(make_data: ModuleType) -> list[dict]:
     return make_data.read_items(ARITH / "suite.jsonl")
 

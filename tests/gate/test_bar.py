@@ -14,7 +14,14 @@ def test_the_gate_section_carries_the_bar() -> None:
     # One definition: a GateConfig's bar keys are a Bar, defaults and all.
     cfg = GateConfig(margin=0.03, enabled=False)
     assert Bar.of(cfg) == Bar(margin=0.03)
-    assert set(Bar().to_dict()) == set(FIELDS) and "enabled" not in FIELDS
+    assert set(Bar().to_dict()) == set(FIELDS) - {"scorer"} and "enabled" not in FIELDS
+    assert Bar(scorer="tool_call_valid").to_dict()["scorer"] == "tool_call_valid"
+
+
+def test_a_bar_without_a_scorer_keeps_the_hash_it_had_before_scorers() -> None:
+    # bars sealed in a ledger before `scorer` existed must still match their seal
+    assert Bar().sha256() == "74e521a5f83092eee74c6c3eafafe9a97ec19eb17ba69dbfe1e2dec2e5e40bd6"
+    assert Bar(scorer="turns").sha256() != Bar().sha256()
 
 
 def test_yaml_and_json_bar_files(tmp_path: Path) -> None:

@@ -68,3 +68,11 @@ def make_log(tmp_path: Path) -> Callable[..., Path]:
         return write_log(tmp_path / f"log{next(counter)}", scores, **kw)  # type: ignore[arg-type]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def html_round(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The workdir of a finished round with a full report.html (tests/report/htmlround.py)."""
+    from .htmlround import run_round
+
+    return run_round(tmp_path_factory.mktemp("html_round"))

@@ -44,3 +44,16 @@ def test_reward_rises_on_a_learnable_reward(
     first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
     assert last > first + 0.2, rewards
     assert {"reward_std", "frac_zero_spread", "learning_rate", "step_time_s"} <= set(rows[-1])
+
+
+def test_the_objective_menu_names_trls_own_losses(tmp_path: Path) -> None:
+    from tuneloop.train.grpo import grpo_config
+
+    def trl(loss: str) -> tuple[str, str]:
+        args = grpo_config(TrainSettings(grpo={"loss_type": loss}, batch_size=1), tmp_path, 1)
+        return args.loss_type, args.importance_sampling_level
+
+    assert trl("dr_grpo") == ("dr_grpo", "token")  # the default
+    assert TrainSettings().grpo.loss_type == "dr_grpo"
+    assert trl("gspo") == ("grpo", "sequence")
+    assert [trl(name)[0] for name in ("grpo", "bnpo", "dapo")] == ["grpo", "bnpo", "dapo"]

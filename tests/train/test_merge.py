@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.records import read_record, sha256_path
 from tuneloop.train import Lineage, TrainSettings, doctor, merge, train
 
@@ -79,3 +79,21 @@ def test_doctor_accepts_the_merged_demo_model(arith_model: Path, tmp_path: Path)
         "stop_tokens",
         "generation",
     ]
+
+
+def test_merge_records_the_weight_change_and_the_zero_adapter_none(
+    tiny_model: Path, adapter: Path, tmp_path: Path
+) -> None:
+    lin = read_record(merge(tiny_model, adapter, tmp_path / "m") / "lineage.json", Lineage)
+    assert lin.max_abs_diff is not None and lin.max_abs_diff > 1e-5
+    assert lin.max_diff_tensor is not None and "proj" in lin.max_diff_tensor
+    zero = merge(tiny_model, None, tmp_path / "z", min_change=1.0)  # the control is not held
+    assert read_record(zero / "lineage.json", Lineage).max_abs_diff == 0.0
+
+
+def test_merge_fails_when_the_adapter_changes_nothing(
+    tiny_model: Path, adapter: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(PhaseFailed, match=r"merge\.min_change = 1 .*changes nothing"):
+        merge(tiny_model, adapter, tmp_path / "m", min_change=1.0)
+    assert not (tmp_path / "m").exists() and not list(tmp_path.glob(".m.*"))

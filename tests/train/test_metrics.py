@@ -39,3 +39,20 @@ def test_no_collapse_warning_for_a_short_or_live_run() -> None:
     assert collapse_warning(grpo_rows([0.0] * COLLAPSE_WINDOW, spread=0.9)) is None
     # SFT rows carry no reward
     assert collapse_warning([{"step": i, "loss": 1.0} for i in range(20)]) is None
+
+
+def test_collapse_reads_kl_entropy_and_the_zero_std_threshold() -> None:
+    rows = [
+        {"step": i, "phase": "grpo", "reward_mean": 0.2, "frac_zero_spread": 0.9, "kl": 0.7}
+        for i in range(4)
+    ]
+    assert collapse_warning(rows, 4) is None
+    assert "KL > 0.5" in (collapse_warning(rows, 4, max_kl=0.5) or "")
+    assert collapse_warning(rows, 4, max_kl=1.0) is None
+    signal = collapse_warning(rows, 4, zero_std_fraction=0.8, reward_floor=0.25)
+    assert signal is not None and "≥ 80% of groups" in signal
+    low = [{**r, "entropy": 0.01} for r in rows]
+    assert "entropy < 0.05" in (collapse_warning(low, 4, min_entropy=0.05) or "")
+    # a row that does not log the value (beta 0 logs no KL) never shows that signal
+    no_kl = [{k: v for k, v in r.items() if k != "kl"} for r in rows]
+    assert collapse_warning(no_kl, 4, max_kl=0.5) is None

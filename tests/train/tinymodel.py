@@ -1,7 +1,9 @@
-"""Build a random tiny Qwen2 checkpoint with a character-level chat tokenizer (test fixture).
+"""Build a random tiny Qwen2 (or Llama) checkpoint with a character-level chat tokenizer.
 
 The real demo model (`examples/arith/model/`) is built elsewhere; tests use this stand-in so
 they run without it. Its chat template ends turns with `<|im_end|>` like the real one.
+`arch="llama"` builds the same shape as a Llama: a second architecture, built locally, for
+tests that claim to work on any Hugging Face causal LM.
 """
 
 from __future__ import annotations
@@ -15,16 +17,25 @@ CHAT_TEMPLATE = (
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
-def build_tiny_model(out: Path, *, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
-    """Write a random tiny Qwen2 + tokenizer + generation config to `out`; return `out`."""
+def build_tiny_model(
+    out: Path, *, seed: int = 0, hidden: int = 32, layers: int = 2, arch: str = "qwen2"
+) -> Path:
+    """Write a random tiny Qwen2 (or Llama) + tokenizer + generation config to `out`."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import (
         GenerationConfig,
+        LlamaConfig,
+        LlamaForCausalLM,
         PreTrainedTokenizerFast,
         Qwen2Config,
         Qwen2ForCausalLM,
     )
+
+    config_cls, model_cls = {
+        "qwen2": (Qwen2Config, Qwen2ForCausalLM),
+        "llama": (LlamaConfig, LlamaForCausalLM),
+    }[arch]
 
     chars = sorted(pre_tokenizers.ByteLevel.alphabet())
     vocab = {tok: i for i, tok in enumerate(SPECIALS)}
@@ -41,7 +52,7 @@ def build_tiny_model(out: Path, *, seed: int = 0, hidden: int = 32, layers: int 
     )
     fast.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
-    cfg = Qwen2Config(
+    cfg = config_cls(
         vocab_size=len(vocab),
         hidden_size=hidden,
         intermediate_size=hidden * 2,
@@ -56,7 +67,7 @@ def build_tiny_model(out: Path, *, seed: int = 0, hidden: int = 32, layers: int 
         eos_token_id=vocab["<|im_end|>"],
         pad_token_id=vocab["<|endoftext|>"],
     )
-    model = Qwen2ForCausalLM(cfg)
+    model = model_cls(cfg)
     model.generation_config = GenerationConfig(
         eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"]
     )

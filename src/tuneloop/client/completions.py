@@ -2,6 +2,11 @@
 
     async with OpenAIClient("http://127.0.0.1:8000", concurrency=32) as client:
         done = await client.complete({"model": "tiny", "messages": [...], "seed": 7}, chat=True)
+        body, latency_s = await client.request(payload, chat=True)  # the raw 200 body
+
+Shared by the phases that call a model over HTTP (evaluate, replay): `complete` parses the
+body into a text `Completion`; `request` returns the body itself for a caller that reads more
+of it (replay keeps a teacher's tool calls).
 
 Chat items go to `/v1/chat/completions`, `prompt` items to `/v1/completions`; the endpoint may
 be given as the server root or as its `/v1`. The transport is `http.py` (a lean keep-alive
@@ -29,8 +34,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from tuneloop.client.http import Http11Pool, HttpxTransport, TransportFailure, transport_for
 from tuneloop.envkeys import Redactor
-from tuneloop.evaluate.http import Http11Pool, HttpxTransport, TransportFailure, transport_for
 
 _ERROR_BYTES = 16384
 """Bytes of an error body read for the message (which keeps its first 200 characters)."""
@@ -69,7 +74,7 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def parse_response(body: bytes, chat: bool, latency_s: float) -> Completion:
+def parse_response(body: bytes, latency_s: float, *, chat: bool) -> Completion:
     """The completion in a response body; anything malformed raises MalformedResponse."""
     try:
         data = json.loads(body)
@@ -148,6 +153,11 @@ class OpenAIClient:
 
     async def complete(self, payload: dict[str, Any], chat: bool) -> Completion:
         """POST one request, retrying infrastructure failures; see the module docstring."""
+        return parse_response(*await self.request(payload, chat), chat=chat)
+
+    async def request(self, payload: dict[str, Any], chat: bool) -> tuple[bytes, float]:
+        """(body, latency in seconds) of the first 200 answer to one request, retrying
+        infrastructure failures; RequestFailed or EndpointRefused otherwise."""
         assert self._transport is not None, "use `async with OpenAIClient(...)`"
         path = "/chat/completions" if chat else "/completions"
         body = json.dumps(payload).encode()
@@ -160,7 +170,7 @@ class OpenAIClient:
                 error = self.redact(str(err))
             else:
                 if status == 200:
-                    return parse_response(data, chat, time.perf_counter() - started)
+                    return data, time.perf_counter() - started
                 # redact first, then shorten: a key cut in half is no longer recognised
                 text = self.redact(data[:_ERROR_BYTES].decode(errors="replace"))[:200]
                 error = self.redact(f"HTTP {status} from {self.base}{path}: {text}")

@@ -14,6 +14,7 @@ from tuneloop.config.load import (
 from tuneloop.config.models import (
     ArchiveConfig,
     BarConfig,
+    CompositeConfig,
     ConfigPath,
     DataConfig,
     EvalConfig,
@@ -37,6 +38,7 @@ from tuneloop.config.reference import config_reference
 __all__ = [
     "ArchiveConfig",
     "BarConfig",
+    "CompositeConfig",
     "ConfigPath",
     "DataConfig",
     "EvalConfig",

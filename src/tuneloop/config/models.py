@@ -20,6 +20,8 @@ from pydantic import Field, field_validator, model_validator
 
 from tuneloop.config.base import ConfigPath, Section
 from tuneloop.config.flywheel import FlywheelConfig
+from tuneloop.config.health import CheckpointConfig, HealthConfig
+from tuneloop.config.replay import ReplayConfig
 from tuneloop.config.rolling import RollingConfig
 
 # ---- serve ---------------------------------------------------------------------------------
@@ -38,6 +40,9 @@ class VllmConfig(Section):
     """`--tensor-parallel-size`."""
     data_parallel_size: int = Field(default=1, ge=1)
     """`--data-parallel-size`."""
+    tool_call_parser: str | None = None
+    """Tool calling: passed as `--enable-auto-tool-choice --tool-call-parser NAME` (e.g.
+    `hermes` for Qwen 2.5's `<tool_call>` format); None serves without tool calls."""
     extra_args: list[str] = []
     """Further arguments passed to `vllm serve` verbatim."""
 
@@ -108,9 +113,10 @@ class ServerConfig(Section):
     port: int = Field(default=0, ge=0, le=65535)
     """Port to bind; 0 picks a free port."""
     max_batch_size: int = Field(default=64, gt=0)
-    """Embedded server: most sequences in one `generate` batch."""
-    batch_wait_ms: float = Field(default=5.0, ge=0)
-    """Embedded server: how long to wait for more requests before starting a batch."""
+    """Embedded server: most sequences decoding at once (the continuously refilled batch)."""
+    batch_wait_ms: float = Field(default=0.0, ge=0)
+    """Embedded server: how long an idle server waits for more requests before it starts
+    decoding; later arrivals join the running batch at the next step, so 0 starts at once."""
     max_tokens_cap: int = Field(default=2048, gt=0)
     """Largest `max_tokens` a request may ask for."""
     max_body_bytes: int = Field(default=1 << 20, gt=0)
@@ -223,6 +229,16 @@ class EvalConfig(Section):
     """Per-request timeout (connect, send and the whole response)."""
     backoff_s: float = Field(default=0.25, ge=0)
     """Base of the exponential backoff between retries (full jitter)."""
+    max_turns: int = Field(default=8, gt=0)
+    """Agent items (with `tools`): model turns per sample before the trajectory is cut off
+    and scored as unfinished."""
+    token_budget: int | None = Field(default=None, gt=0)
+    """Agent items: prompt + completion tokens per sample, summed over turns, after which the
+    trajectory is cut off as unfinished; None: no budget."""
+    metrics: list[str] = []
+    """Further registered scorers run on every sample besides the item's own, recorded in the
+    row by name (e.g. `tool_call_valid`, `tool_match`, `turns`); the report and the gate can
+    judge on any of them (`report.scorer`, `gate.scorer`)."""
 
 
 # ---- training and merge ----------------------------------------------------------------------
@@ -251,8 +267,9 @@ class GrpoConfig(Section):
     """Completions per prompt (the GRPO group)."""
     beta: float = Field(default=0.0, ge=0)
     """KL coefficient against the reference model."""
-    loss_type: Literal["dr_grpo", "grpo", "bnpo", "dapo"] = "dr_grpo"
-    """TRL loss type."""
+    loss_type: Literal["dr_grpo", "grpo", "bnpo", "dapo", "gspo"] = "dr_grpo"
+    """Objective, each TRL's own: `dr_grpo`, `grpo`, `bnpo`, `dapo` (TRL loss types) or `gspo`
+    (TRL's `grpo` loss with sequence-level importance sampling, Zheng et al. 2025)."""
     max_completion_length: int = Field(default=16, gt=0)
     """Completion length during training."""
     temperature: float = Field(default=1.0, gt=0)
@@ -261,9 +278,33 @@ class GrpoConfig(Section):
     """Reward scorer; None uses each prompt's scorer or the suite default."""
 
 
+class CompositeConfig(Section):
+    alpha: float = Field(default=0.0, ge=0)
+    """Weight of on-policy self-distillation (the model with the hint as teacher); 0 = off."""
+    beta: float = Field(default=0.0, ge=0)
+    """Weight of replay-DPO on the preference pairs; 0 = off (then `pairs` is not read)."""
+    pairs: ConfigPath | None = None
+    """Preference pairs JSONL (`prompt`, `chosen`, `rejected`) for replay-DPO (when beta > 0);
+    in the loop, None reads the replay phase's pairs (`replay/dpo.decontaminated.jsonl`)."""
+    pairs_batch_size: int = Field(default=2, gt=0)
+    """Preference pairs drawn per step for replay-DPO."""
+    hint_field: str = "answer"
+    """Row field with the teacher's privileged context (the reference answer or a hint)."""
+    hint_template: str = "\n\n(Reference answer: {hint})"
+    """Appended to the last user turn of the teacher's prompt; `{hint}` is the hint field."""
+
+    @model_validator(mode="after")
+    def _hint_slot(self) -> CompositeConfig:
+        # beta > 0 without `pairs` is checked where the pairs can come from: the loop's
+        # preflight (the replay phase supplies them) and `tuneloop train` (train.composite)
+        if "{hint}" not in self.hint_template:
+            raise ValueError("train.composite.hint_template must contain {hint}")
+        return self
+
+
 class TrainConfig(Section):
     method: str = "grpo"
-    """Training method: `grpo`, `sft` or `dpo` (or a registered trainer plugin)."""
+    """Training method: `grpo`, `composite`, `sft` or `dpo` (or a registered trainer plugin)."""
     data: ConfigPath | None = None
     """Training data JSONL; None means the data phase's corpus."""
     steps: int = Field(default=100, gt=0)
@@ -278,6 +319,8 @@ class TrainConfig(Section):
     """Processes (torchrun --nproc_per_node) for training."""
     lora: LoraConfig = LoraConfig()
     grpo: GrpoConfig = GrpoConfig()
+    composite: CompositeConfig = CompositeConfig()
+    """`composite`: the GRPO objective + alpha · self-distillation + beta · replay-DPO."""
     sft_warmup_steps: int = Field(default=0, ge=0)
     """GRPO: SFT-on-references warm-up steps on the same adapter before GRPO (0 = none)."""
     sft_warmup_batch_size: int | None = Field(default=None, gt=0)
@@ -300,11 +343,19 @@ class TrainConfig(Section):
     """Gradient clipping: largest global L2 norm of the gradients per step."""
     extra: dict[str, Any] = {}
     """Further keyword arguments passed verbatim to the TRL config (escape hatch)."""
+    checkpoint: CheckpointConfig = CheckpointConfig()
+    """Resumable checkpoints every N steps; a re-run resumes from the newest."""
+    health: HealthConfig = HealthConfig()
+    """Stop rules: a non-finite loss or gradient, a GRPO collapse."""
 
 
 class MergeConfig(Section):
     zero_adapter: bool = False
     """Control arm: pass the base model through the merge path with no adapter."""
+    min_change: float = Field(default=0.0, ge=0)
+    """The merged weights must differ from the base by more than this (largest absolute
+    difference over all tensors), or the merge fails: an adapter lost to rounding or never
+    trained is not a new model. Not checked for the zero-adapter control."""
 
 
 # ---- report, gate, archive, data -----------------------------------------------------------
@@ -319,6 +370,9 @@ class ReportConfig(Section):
     """Monte Carlo resamples when the exact permutation test is infeasible."""
     seed: int = 0
     """Seed for bootstrap and permutation."""
+    scorer: str | None = None
+    """Compare on this scorer's output (an item's own scorer or one of `eval.metrics`);
+    None: each item's own scorer."""
 
 
 class BarConfig(Section):
@@ -340,6 +394,9 @@ class BarConfig(Section):
     """Fewest items the slice must have."""
     max_missing_fraction: float = Field(default=0.02, ge=0, le=1, strict=True)
     """Largest fraction of unscored samples (missing or harness error) in either arm."""
+    scorer: str | None = None
+    """Judge on this scorer's output (an item's own scorer or one of `eval.metrics`, e.g.
+    `tool_call_valid`); None: each item's own scorer."""
 
 
 class GateConfig(BarConfig):
@@ -367,7 +424,14 @@ class ArchiveConfig(Section):
 
 class DataConfig(Section):
     corpus: ConfigPath | None = None
-    """A corpus-build config (see `tuneloop corpus build`); its output feeds train.data."""
+    """A corpus-build config (see `tuneloop corpus build`); its output feeds train.data.
+    The loop's suites are always added to its decontamination."""
+    output: Literal["sft", "grpo", "preference", "replay_sft", "replay_dpo"] | None = None
+    """The output training reads: the corpus build's `sft` (sft.jsonl), `grpo` (grpo.jsonl:
+    prompts with a reference and scorer) or `preference` (preference.jsonl), or the replay
+    phase's `replay_sft` (teacher-distilled rows) or `replay_dpo` (teacher pairs), both
+    decontaminated against the suite; None follows train.method (sft → sft, grpo and
+    composite → grpo, dpo → preference)."""
 
 
 class LoopConfig(Section):
@@ -388,6 +452,12 @@ class LoopConfig(Section):
     gate: GateConfig = GateConfig()
     archive: ArchiveConfig = ArchiveConfig()
     flywheel: FlywheelConfig = FlywheelConfig()
+    replay: ReplayConfig = ReplayConfig()
+    """Teacher replay (`tuneloop replay`): traces, teachers file, sampled steps, judge. With
+    `replay.teachers` set the loop runs a `replay` phase after `data` (on `replay.traces`, or
+    the data phase's traces.jsonl); training reads its outputs through `data.output:
+    replay_sft | replay_dpo`, and `composite` takes its pairs when `train.composite.pairs` is
+    unset."""
 
     @property
     def base(self) -> Path:

@@ -5,8 +5,10 @@
     result.sft_path, result.preference_path, result.provenance_path, result.counts
 
 Modules: `ingest/` (registered ingesters: openai_chat, claude_code, generic_jsonl),
-`trace` (the `tuneloop.trace/1` record), `scrub`, `dedup`, `decontam`, `bands`, `rows`,
-`corpus` (the pipeline) with `corpus_config` (corpus.yaml), `stats`, `command` (CLI).
+`trace` (the `tuneloop.trace/1` record), `scrub`, `dedup`, `decontam` (+ `numwords`,
+`decontam_audit`: the recall audit, `decontam_run`: many sets × many suites), `bands` and
+`champion` (pass rates), `rows` (SFT rows, GRPO prompt rows, preference pairs), `corpus` (the
+pipeline) with `corpus_config` (corpus.yaml), `stats`, `command` (CLI).
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def build(
         typer.Option("--out", "-o", help="Output folder (default: out_dir in the config)."),
     ] = None,
 ) -> None:
-    """Ingest, scrub, filter, dedup, decontaminate, band, shuffle → SFT (+ preference) JSONL."""
+    """Ingest, scrub, filter, dedup, decontaminate, band, shuffle → SFT, GRPO, preference."""
     from tuneloop.data.corpus import build_corpus, load_corpus_config
     from tuneloop.records import CorpusProvenance, read_record
 
@@ -105,7 +105,12 @@ def build(
             typer.echo(f"  {row['source']}/{row['source_id']}: {why}")
     if prov["scrubbed"]:
         typer.echo("scrubbed " + ", ".join(f"{k}: {v}" for k, v in prov["scrubbed"].items()))
+    for mutation, fig in (prov.get("decontamination_audit") or {}).items():
+        recall = "not measured" if fig["recall"] is None else f"{fig['recall']:.3f}"
+        typer.echo(f"recall audit {mutation}: {recall} ({fig['caught']}/{fig['planted']} caught)")
     typer.echo(f"SFT rows → {result.sft_path}")
+    if result.grpo_path:
+        typer.echo(f"GRPO prompts ({prov['grpo']['prompts']}) → {result.grpo_path}")
     if result.preference_path:
         typer.echo(f"preference pairs ({prov['preference']['pairs']}) → {result.preference_path}")
     typer.echo(f"provenance → {result.provenance_path}")

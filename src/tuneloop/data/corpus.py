@@ -1,4 +1,5 @@
-"""`tuneloop corpus build CONFIG`: traces → a clean SFT corpus (and preference pairs).
+"""`tuneloop corpus build CONFIG`: traces → a clean SFT corpus, a GRPO prompt set and
+preference pairs — one output per training method (sft, grpo, dpo).
 
 Run: `tuneloop corpus build examples/arith/corpus.yaml --out runs/corpus`, or from Python
 `build_corpus(Path("corpus.yaml"), Path("out"))`. The pipeline, in order:
@@ -7,12 +8,22 @@ Run: `tuneloop corpus build examples/arith/corpus.yaml --out runs/corpus`, or fr
    `rejects.jsonl`; ingested + rejected = lines read, per source);
 2. scrub e-mails, secrets and IPs from every trace (and from reject excerpts);
 3. rows: cut each trace after its last assistant message; traces without one are removed;
-   preference pairs are drawn here, before the filter, from rated answers that disagree;
+   preference pairs are drawn here, before the filter, from rated answers that disagree, and
+   so are GRPO prompts: rows that carry a verifiable answer (a logged reference, a user's
+   correction, or — with `grpo.accept_min_score` — an answer rated right), whatever the
+   answer's own rating (a GRPO row keeps the prompt and the reference, not the answer);
 4. feedback filter (`filter.min_score`, `filter.keep_unrated`);
-5. exact dedup on (source, normalized prompt); 6. near-dup removal (MinHash LSH);
-7. decontamination against every configured suite (also applied to preference pairs);
-8. difficulty bands (optional); 9. seeded shuffle.
-Every removed row is listed in `removed.jsonl` with its step and reason. `provenance.json`
+5. exact dedup on (source, normalized prompt); 6. near-dup removal (MinHash LSH); GRPO
+   prompts are deduplicated on the normalized prompt alone (one reference per prompt);
+7. decontamination against every configured suite (also applied to preference pairs and
+   GRPO prompts), with the recall audit: disguised suite items planted as canaries, recall
+   per disguise reported, `decontaminate.audit.min_recall` enforced (`decontam_audit.py`);
+8. difficulty bands (optional): pass rates from a sample log or sampled from the champion's
+   endpoint (`bands.champion`), e.g. keeping 0 < pass rate < 1 for GRPO; 9. seeded shuffle.
+Every removed row is listed in `removed.jsonl` with its step and reason. `traces.jsonl` holds
+every ingested trace, scrubbed, as canonical `tuneloop.trace/1` records (before the filter,
+dedup and decontamination: it is what the replay phase replays, and the loop decontaminates
+the replay's outputs instead). `provenance.json`
 records the source files with sha256, the count after every step, every parameter, the
 scrub counts, the per-suite decontamination report and the output hashes.
 """
@@ -22,7 +33,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,19 +41,27 @@ from typing import Any
 
 from tuneloop.data import bands as bands_mod
 from tuneloop.data.corpus_config import CorpusConfig, load_corpus_config
-from tuneloop.data.decontam import RowText, SuiteIndex, build_index, find_contaminated, group_hits
+from tuneloop.data.decontam import RowText
 from tuneloop.data.dedup import LshParams, exact_duplicates, exact_key, near_duplicates
 from tuneloop.data.files import json_bytes, jsonl_bytes, write_files
 from tuneloop.data.ingest import ingest_files
-from tuneloop.data.rows import Row, preference_pairs, to_row
+from tuneloop.data.rows import (
+    Row,
+    grpo_candidates,
+    preference_pairs,
+    prompt_duplicates,
+    prompt_row,
+    to_row,
+)
 from tuneloop.errors import InputError
 from tuneloop.records import sha256_bytes, sha256_file, sha256_path
 from tuneloop.scrub import Scrubber, ScrubRules
 
 __all__ = ["CorpusConfig", "CorpusResult", "build_corpus", "load_corpus_config"]
 
-SFT_FILE, PREF_FILE = "sft.jsonl", "preference.jsonl"
+SFT_FILE, PREF_FILE, GRPO_FILE = "sft.jsonl", "preference.jsonl", "grpo.jsonl"
 REJECTS_FILE, REMOVED_FILE, PROVENANCE_FILE = "rejects.jsonl", "removed.jsonl", "provenance.json"
+TRACES_FILE = "traces.jsonl"
 
 
 @dataclass
@@ -52,6 +71,8 @@ class CorpusResult:
     sft_path: Path
     preference_path: Path | None
     """None when no feedback pairs exist."""
+    grpo_path: Path | None
+    """None when no row carries a verifiable answer (or `grpo.enabled` is false)."""
     provenance_path: Path
     counts: dict[str, int]
     """Rows after each step, in order."""
@@ -71,8 +92,29 @@ class _Build:
     """Also applied to removed.jsonl and provenance.json: they name files and ids."""
     suites: list[dict[str, Any]] = field(default_factory=list)
     pairs_decontaminated: int = 0
+    prompts: list[Row] = field(default_factory=list)
+    """GRPO prompt candidates (rows with a reference), filtered alongside the rows."""
+    prompt_counts: dict[str, int] = field(default_factory=dict)
+    audit: dict[str, Any] | None = None
     trimmed: int = 0
+    traces: list[Any] = field(default_factory=list)
+    """Every ingested trace, scrubbed (written as `traces.jsonl`)."""
     """Rows whose trace went on after its last assistant message (cut there)."""
+
+    def drop_prompts(self, step: str, gone: dict[int, str]) -> None:
+        """Remove GRPO prompts by index, recording why (step `grpo_<step>`)."""
+        for i in sorted(gone):
+            r = self.prompts[i]
+            self.removed.append(
+                {
+                    "step": f"grpo_{step}",
+                    "source": r.source,
+                    "source_id": r.source_id,
+                    "reason": gone[i],
+                }
+            )
+        self.prompts = [r for i, r in enumerate(self.prompts) if i not in gone]
+        self.prompt_counts[step] = len(self.prompts)
 
     def drop(self, step: str, gone: dict[int, str]) -> None:
         """Remove rows by index, recording why, and count what is left."""
@@ -85,9 +127,16 @@ class _Build:
         self.counts[step] = len(self.rows)
 
 
-def build_corpus(config_path: Path, out_dir: Path, *, progress: bool = True) -> CorpusResult:
-    """Build the corpus described by `config_path` into `out_dir` (see module docstring)."""
-    cfg = load_corpus_config(config_path)
+def build_corpus(
+    config_path: Path,
+    out_dir: Path,
+    *,
+    progress: bool = True,
+    extra_suites: Sequence[Path] = (),
+) -> CorpusResult:
+    """Build the corpus described by `config_path` into `out_dir` (see module docstring).
+    `extra_suites` are decontaminated against as well (the loop's suites)."""
+    cfg = with_suites(load_corpus_config(config_path), extra_suites)
     _check_inputs(cfg, config_path)
     out_dir = Path(out_dir)
     with _Progress(progress, total=9) as step:
@@ -100,6 +149,7 @@ def build_corpus(config_path: Path, out_dir: Path, *, progress: bool = True) -> 
         step("rows")
         b = _rows(traces, cfg)
         b.rejects, b.sources, b.scrubber = rejects, sources, scrubber
+        b.traces = traces
         step("filter")
         b.drop("filter", _feedback_gone(b.rows, cfg.filter.min_score, cfg.filter.keep_unrated))
         step("dedup")
@@ -116,6 +166,16 @@ def build_corpus(config_path: Path, out_dir: Path, *, progress: bool = True) -> 
         return _write(out_dir, cfg, config_path, b)
 
 
+def with_suites(cfg: CorpusConfig, extra: Sequence[Path]) -> CorpusConfig:
+    """`cfg` with the suites in `extra` that it does not list yet added to decontaminate."""
+    have = {p.resolve() for p in cfg.decontaminate.suites}
+    new = [Path(p).resolve() for p in extra if Path(p).resolve() not in have]
+    if not new:
+        return cfg
+    spec = cfg.decontaminate.model_copy(update={"suites": [*cfg.decontaminate.suites, *new]})
+    return cfg.model_copy(update={"decontaminate": spec})
+
+
 def _check_inputs(cfg: CorpusConfig, config_path: Path) -> None:
     """Every missing input at once, by config key, before any work starts."""
     missing = [
@@ -128,8 +188,9 @@ def _check_inputs(cfg: CorpusConfig, config_path: Path) -> None:
         for i, p in enumerate(cfg.decontaminate.suites)
         if not p.is_file()
     ]
-    if cfg.bands is not None and not cfg.bands.sample_log.exists():
+    if cfg.bands is not None and cfg.bands.sample_log and not cfg.bands.sample_log.exists():
         missing.append(f"bands.sample_log: {cfg.bands.sample_log} not found (run `tuneloop eval`)")
+    missing += _unknown_scorers(cfg)
     if missing:
         raise InputError(f"{config_path}: {len(missing)} error(s)\n  " + "\n  ".join(missing))
 
@@ -192,6 +253,9 @@ def _rows(traces: list[Any], cfg: CorpusConfig) -> _Build:
     b = _Build(rows=rows, counts={"traces": len(traces), "rows": len(rows)}, removed=removed)
     b.trimmed = sum(1 for r in rows if r.trimmed)
     b.pairs = preference_pairs(rows, cfg.preference.min_margin) if cfg.preference.enabled else []
+    if cfg.grpo.enabled:
+        b.prompts = grpo_candidates(rows, cfg.grpo.accept_min_score)
+        b.prompt_counts["candidates"] = len(b.prompts)
     return b
 
 
@@ -219,57 +283,70 @@ def _dedup(b: _Build, cfg: CorpusConfig) -> None:
         b.drop(
             "near_dedup", {i: f"near-duplicate of {b.rows[j].source_id}" for i, j in near.items()}
         )
+    b.drop_prompts("dedup", prompt_duplicates(b.prompts))
 
 
 def _decontaminate(b: _Build, cfg: CorpusConfig) -> None:
-    from tuneloop.suite import item_prompt_text, load_suite
+    from tuneloop.data.decontam_audit import recall_failures
+    from tuneloop.data.decontam_run import decontaminate_sets, suite_report
 
-    spec, pairs = cfg.decontaminate, b.pairs
-    reports: list[dict[str, Any]] = []
-    gone: dict[int, str] = {}
-    pair_gone: set[int] = set()
-    pair_texts = [
-        RowText(
-            _pair_text(p), "\n".join(m["content"] or "" for m in p["prompt"] if m["role"] == "user")
+    spec, audit = cfg.decontaminate, cfg.decontaminate.audit
+    user = "\n".join
+    run = decontaminate_sets(
+        {
+            "rows": [RowText(r.text, r.prompt) for r in b.rows],
+            "preference": [
+                RowText(
+                    _pair_text(p),
+                    user(m["content"] or "" for m in p["prompt"] if m["role"] == "user"),
+                )
+                for p in b.pairs
+            ],
+            "grpo": [_prompt_text(r) for r in b.prompts],
+        },
+        spec.suites,
+        n=spec.n,
+        min_tokens=spec.min_tokens,
+        number_words=spec.number_words,
+        canaries=audit.canaries if audit.enabled else None,
+        seed=audit.seed,
+    )
+    if run.audit is not None:
+        failed = recall_failures(
+            run.audit,
+            audit.min_recall,
+            {str(k): v for k, v in audit.min_recall_by_mutation.items()},
         )
-        for p in pairs
-    ]
-    for path in spec.suites:
-        suite = load_suite(path)
-        index: SuiteIndex = build_index(
-            str(path), [(i.id, item_prompt_text(i)) for i in suite.items], spec.n, spec.min_tokens
-        )
-        hits = group_hits(find_contaminated([RowText(r.text, r.prompt) for r in b.rows], index))
-        listed = [
-            {
-                "source": b.rows[i].source,
-                "source_id": b.rows[i].source_id,
-                "matches": [{"rule": rule, "items": ids} for rule, ids in why],
-            }
-            for i, why in hits.items()
-        ]
-        for i, why in hits.items():
-            gone.setdefault(
-                i,
-                f"contains items of {path.name}: "
-                + "; ".join(f"{rule} {','.join(ids)}" for rule, ids in why),
+        if failed:
+            raise InputError(
+                "decontamination recall audit failed; nothing was written:\n  "
+                + "\n  ".join(failed)
+                + "\n  (per-mutation figures: run with the bar lowered and read "
+                "provenance.json `decontamination_audit`)"
             )
-        phits = group_hits(find_contaminated(pair_texts, index))
-        pair_gone.update(phits)
-        reports.append(
-            {
-                "suite": str(path),
-                "sha256": sha256_file(path),
-                "revision": suite.revision,
-                "items": len(suite.items),
-                "rows_removed": len(listed),
-                "removed": listed,
-                "preference_pairs_removed": sorted(pairs[i]["source_id"] for i in phits),
-            }
+    b.suites = [
+        suite_report(
+            found,
+            [(r.source, r.source_id) for r in b.rows],
+            [p["source_id"] for p in b.pairs],
+            [r.source_id for r in b.prompts],
         )
-    b.drop("decontaminate", gone)
-    b.pairs = [p for i, p in enumerate(pairs) if i not in pair_gone]
-    b.suites, b.pairs_decontaminated = reports, len(pair_gone)
+        for found in run.suites
+    ]
+    b.audit = run.audit
+    b.drop("decontaminate", {i: run.why(i, "rows") for i in run.removed("rows")})
+    pair_gone = run.removed("preference")
+    b.pairs = [p for i, p in enumerate(b.pairs) if i not in pair_gone]
+    b.pairs_decontaminated = len(pair_gone)
+    b.drop_prompts("decontaminate", {i: run.why(i, "grpo") for i in run.removed("grpo")})
+
+
+def _prompt_text(row: Row) -> RowText:
+    """What decontamination sees of a GRPO prompt: its prompt and its reference answer."""
+    from tuneloop.data.text import conversation_text
+
+    assert row.reference is not None
+    return RowText(conversation_text(row.messages[:-1]) + "\n" + row.reference.answer, row.prompt)
 
 
 def _pair_text(pair: dict[str, Any]) -> str:
@@ -281,14 +358,39 @@ def _pair_text(pair: dict[str, Any]) -> str:
 def _bands(b: _Build, cfg: CorpusConfig) -> None:
     assert cfg.bands is not None
     spec = cfg.bands
-    rates = bands_mod.prompt_pass_rates(spec.sample_log, spec.suite)
-    gone = {}
-    for i, r in enumerate(b.rows):
-        r.pass_rate = rates.get(r.prompt_key)
-        r.band = bands_mod.band_of(r.pass_rate, *spec.edges)
-        if r.band not in spec.keep:
-            gone[i] = f"band {r.band} not in bands.keep"
-    b.drop("bands", gone)
+    if spec.sample_log is not None:
+        rates = bands_mod.prompt_pass_rates(spec.sample_log, spec.suite)
+    else:
+        from tuneloop.data.champion import champion_pass_rates
+
+        assert spec.champion is not None
+        prompts = [_grpo_row(r, cfg) for r in b.prompts]
+        rates = champion_pass_rates(prompts, spec.champion, cfg.grpo.scorer or "numeric")
+    for output, rows, drop in (("sft", b.rows, b.drop), ("grpo", b.prompts, b.drop_prompts)):
+        if output not in spec.outputs:
+            continue
+        gone = {}
+        for i, r in enumerate(rows):
+            r.pass_rate = rates.get(r.prompt_key)
+            r.band = bands_mod.band_of(r.pass_rate, *spec.edges)
+            if r.band not in spec.keep:
+                gone[i] = f"band {r.band} (pass rate {r.pass_rate}) not in bands.keep"
+        drop("bands", gone)
+
+
+def _grpo_row(row: Row, cfg: CorpusConfig) -> dict[str, Any]:
+    out = prompt_row(row, cfg.grpo.scorer, dict(cfg.grpo.scorer_args))
+    assert out is not None  # candidates are rows `prompt_row` accepts
+    return out
+
+
+def _unknown_scorers(cfg: CorpusConfig) -> list[str]:
+    from tuneloop.registry import did_you_mean, scorers
+
+    name = cfg.grpo.scorer
+    if name is None or name in scorers:
+        return []
+    return [f"grpo.scorer: unknown scorer {name!r}{did_you_mean(name, scorers.names())}"]
 
 
 def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> CorpusResult:
@@ -296,11 +398,15 @@ def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> Co
     # the folder as it was, never a new sft.jsonl beside an old provenance.json.
     scrub = b.scrubber.value
     sft, pref = out_dir / SFT_FILE, (out_dir / PREF_FILE if b.pairs else None)
+    grpo = out_dir / GRPO_FILE if b.prompts else None
     random.Random(cfg.seed).shuffle(b.pairs)
+    random.Random(cfg.seed).shuffle(b.prompts)
     files: dict[Path, bytes] = {
         sft: jsonl_bytes([r.to_json() for r in b.rows]),
         **({pref: jsonl_bytes(b.pairs)} if pref is not None else {}),
+        **({grpo: jsonl_bytes([_grpo_row(r, cfg) for r in b.prompts])} if grpo else {}),
         out_dir / REJECTS_FILE: jsonl_bytes(b.rejects),
+        out_dir / TRACES_FILE: jsonl_bytes([t.to_json() for t in b.traces]),
         # removal reasons name suite files and source ids
         out_dir / REMOVED_FILE: jsonl_bytes(scrub(b.removed)),
     }
@@ -318,6 +424,12 @@ def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> Co
         "scrubbed": {},
         "decontamination": b.suites,
         "preference": {"pairs": len(b.pairs), "removed_by_decontamination": b.pairs_decontaminated},
+        "grpo": {
+            "prompts": len(b.prompts),
+            "counts": b.prompt_counts,
+            "by_origin": dict(Counter(r.reference.origin for r in b.prompts if r.reference)),
+        },
+        "decontamination_audit": b.audit,
         "outputs": outputs,
     }
     # paths, source names and config values can hold a secret too (a token in a file name)
@@ -326,10 +438,15 @@ def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> Co
     prov = out_dir / PROVENANCE_FILE
     files[prov] = json_bytes(provenance)
     write_files(files)
-    if pref is None and (out_dir / PREF_FILE).exists():
-        (out_dir / PREF_FILE).unlink()  # a stale file from an earlier build would mislead
+    for path, name in ((pref, PREF_FILE), (grpo, GRPO_FILE)):
+        if path is None and (out_dir / name).exists():
+            (out_dir / name).unlink()  # a stale file from an earlier build would mislead
     return CorpusResult(
-        sft_path=sft, preference_path=pref, provenance_path=prov, counts=dict(b.counts)
+        sft_path=sft,
+        preference_path=pref,
+        grpo_path=grpo,
+        provenance_path=prov,
+        counts=dict(b.counts),
     )
 
 

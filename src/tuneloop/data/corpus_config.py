@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tuneloop.config import ConfigPath, load_yaml_model
+from tuneloop.data.decontam_audit import Mutation
 
 Band = Literal["hard", "medium", "easy", "unknown"]
 
@@ -71,6 +72,19 @@ class DedupSpec(_Section):
     """Tokens per shingle."""
 
 
+class AuditSpec(_Section):
+    enabled: bool = True
+    """Plant canaries and report recall per mutation (in provenance.json)."""
+    canaries: int = Field(default=20, ge=1)
+    """Canaries planted per mutation (fewer when the suites hold fewer items)."""
+    seed: int = 0
+    """Seed of the draw of items and of the mutations."""
+    min_recall: float | None = Field(default=None, ge=0, le=1)
+    """Fail the build (exit 2, nothing written) when any mutation's recall is below this."""
+    min_recall_by_mutation: dict[Mutation, float] = {}
+    """Per-mutation bars, overriding `min_recall` (e.g. `{verbatim: 1.0}`)."""
+
+
 class DecontamSpec(_Section):
     suites: list[ConfigPath] = []
     """Every suite the corpus must not contain (eval suites, gate suites)."""
@@ -78,24 +92,69 @@ class DecontamSpec(_Section):
     """n-gram size (13 as in GPT-3 / lm-eval); shorter items use their whole length."""
     min_tokens: int = Field(default=4, ge=1)
     """Items with fewer tokens are matched by whole-prompt exact match only."""
+    number_words: bool = True
+    """Match English number words as digits on both sides ("thirty-eight" = "38")."""
+    audit: AuditSpec = AuditSpec()
+    """The recall audit: disguised suite items planted as canaries, recall per disguise."""
+
+
+class ChampionSpec(_Section):
+    base_url: str
+    """OpenAI-compatible endpoint serving the champion (a server root or its `/v1`)."""
+    model: str
+    """Model name to request."""
+    samples: int = Field(default=8, ge=1)
+    """Completions per prompt (k); the pass rate is the mean score over them."""
+    temperature: float = Field(default=1.0, ge=0)
+    """Sampling temperature."""
+    max_tokens: int = Field(default=256, gt=0)
+    """Longest completion."""
+    api_key_env: str | None = None
+    """Environment variable holding the API key, if the endpoint needs one."""
+    concurrency: int = Field(default=8, ge=1)
+    """Requests in flight."""
 
 
 class BandsSpec(_Section):
-    sample_log: ConfigPath
-    """A sample-log folder from `tuneloop eval` on the training prompts."""
+    sample_log: ConfigPath | None = None
+    """A sample-log folder from `tuneloop eval` on the training prompts (e.g. the champion's
+    eval of a previous build's grpo.jsonl, which is suite-shaped)."""
+    champion: ChampionSpec | None = None
+    """Sample the champion at this endpoint on every GRPO prompt and score each completion
+    against its reference (instead of `sample_log`)."""
+    outputs: list[Literal["sft", "grpo"]] = ["sft", "grpo"]
+    """Outputs whose rows are banded and filtered by `keep`."""
     suite: ConfigPath | None = None
     """The suite that log evaluated (default: the path recorded in its summary)."""
     edges: tuple[float, float] = (0.2, 0.8)
     """(lo, hi): hard ≤ lo < medium < hi ≤ easy."""
     keep: list[Band] = ["hard", "medium", "easy", "unknown"]
-    """Bands to keep."""
+    """Bands to keep. `edges: [0, 1]` with `keep: [medium]` keeps the prompts the champion
+    sometimes solves (0 < pass rate < 1): the band GRPO learns from (all-0 or all-1 groups
+    give no advantage signal)."""
 
     @model_validator(mode="after")
     def _ordered(self) -> BandsSpec:
         lo, hi = self.edges
         if not 0 <= lo < hi <= 1:
             raise ValueError(f"edges must satisfy 0 ≤ lo < hi ≤ 1 (got {list(self.edges)})")
+        if (self.sample_log is None) == (self.champion is None):
+            raise ValueError("set exactly one of sample_log and champion")
         return self
+
+
+class GrpoSpec(_Section):
+    enabled: bool = True
+    """Write grpo.jsonl: a prompt set of rows that carry a verifiable answer (a reference
+    logged with the trace, a user's correction, or an accepted answer)."""
+    scorer: str | None = None
+    """Scorer for rows whose trace names none; None leaves it to the trainer's default
+    (the loop suite's `default_scorer`)."""
+    scorer_args: dict[str, Any] = {}
+    """Arguments for `scorer`."""
+    accept_min_score: float | None = Field(default=None, ge=0, le=1)
+    """Also take a rated answer with feedback score ≥ this as its prompt's reference
+    (origin `accepted`); None never does. Only sound where a user's thumbs-up verifies."""
 
 
 class PreferenceSpec(_Section):
@@ -120,6 +179,8 @@ class CorpusConfig(_Section):
     """Difficulty bands from a sample log; None skips the step."""
     preference: PreferenceSpec = PreferenceSpec()
     """Preference pairs from disagreeing feedback."""
+    grpo: GrpoSpec = GrpoSpec()
+    """The GRPO prompt set (prompt, reference answer, scorer)."""
     seed: int = 0
     """Seed of the final shuffle."""
     out_dir: ConfigPath = Field(default=Path("corpus"), validate_default=True)

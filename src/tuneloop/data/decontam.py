@@ -15,6 +15,9 @@ Deliberate deviations, for short prompts (an arithmetic item is ~6 tokens, so it
 - whole-prompt exact match — the row's normalized prompt (its user turns) equals the item's —
   is checked for every item, whatever its length.
 Every removal names the suite, the item ids and the rule (`exact_prompt` or `ngram_<m>`).
+With `number_words` (the corpus default), both sides have their English number words turned
+into digits first (`numwords.words_to_digits`): "thirty-eight plus five" matches "38 plus 5",
+which the recall audit (`decontam_audit.py`) showed the plain rule never catches.
 
 `find_contaminated` is the fast path: all rows are tokenized at once into 64-bit token hashes
 (`fasttok.token_hashes`, same tokens as `text.tokens`), every m-gram window of the whole
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tuneloop.data.fasttok import span_hashes, token_hashes
+from tuneloop.data.numwords import words_to_digits
 from tuneloop.data.text import tokens
 
 _MULT = np.uint64(0x9E3779B97F4A7C15)
@@ -64,14 +68,31 @@ class SuiteIndex:
     grams: dict[int, dict[tuple[str, ...], list[str]]] = field(default_factory=dict)
     """m → {token m-gram → item ids}."""
     texts: list[tuple[str, str]] = field(default_factory=list)
-    """(item id, prompt text) as given, for the hashed fast path."""
+    """(item id, prompt text) as matched (number words already digits), for the fast path."""
+    number_words: bool = False
+    """Turn English number words into digits on both sides before matching."""
+
+    def keyed(self, rows: Sequence[RowText]) -> Sequence[RowText]:
+        """Rows as this index matches them (number words → digits when set)."""
+        if not self.number_words:
+            return rows
+        return [RowText(words_to_digits(r.text), words_to_digits(r.prompt)) for r in rows]
 
 
 def build_index(
-    name: str, items: Sequence[tuple[str, str]], n: int = 13, min_tokens: int = 4
+    name: str,
+    items: Sequence[tuple[str, str]],
+    n: int = 13,
+    min_tokens: int = 4,
+    *,
+    number_words: bool = False,
 ) -> SuiteIndex:
     """Index (item id, prompt text) pairs for the rule above."""
-    index = SuiteIndex(name=name, n=n, min_tokens=min_tokens, texts=list(items))
+    if number_words:
+        items = [(item_id, words_to_digits(text)) for item_id, text in items]
+    index = SuiteIndex(
+        name=name, n=n, min_tokens=min_tokens, texts=list(items), number_words=number_words
+    )
     for item_id, text in items:
         toks = tokens(text)
         index.exact.setdefault(" ".join(toks), []).append(item_id)
@@ -99,6 +120,7 @@ def _exact_hits(rows: Sequence[RowText], index: SuiteIndex, hits: Hits) -> None:
 
 def find_contaminated_reference(rows: Sequence[RowText], index: SuiteIndex) -> Hits:
     """The rule in plain Python: tuple m-grams of each row looked up in dicts."""
+    rows = index.keyed(rows)
     hits: Hits = {}
     _exact_hits(rows, index, hits)
     for r, row in enumerate(rows):
@@ -206,11 +228,13 @@ def _prompt_hashes(
     return whole
 
 
-def find_contaminated(rows: Sequence[RowText], index: SuiteIndex) -> Hits:
-    """The same rule as `find_contaminated_reference`, vectorized (see module docstring)."""
+def find_contaminated(rows: Sequence[RowText], index: SuiteIndex, *, keyed: bool = False) -> Hits:
+    """The same rule as `find_contaminated_reference`, vectorized (see module docstring).
+    `keyed`: the rows already went through `index.keyed` (one pass for many suites)."""
     hits: Hits = {}
     if not rows:
         return hits
+    rows = rows if keyed else index.keyed(rows)
     exact, grams = _suite_keys(index)
     texts = [row.text for row in rows]
     t_hashes, row_of, newlines = token_hashes(texts)

@@ -3,7 +3,9 @@
 Seeds: sample k of item i under base seed s is sent with
 `int.from_bytes(sha256(f"{s}\\0{i}\\0{k}")[:4], "big") & 0x7FFFFFFF` (a non-negative int32,
 which every OpenAI-compatible server accepts), so the pre and post evals of one loop send the
-same seed for the same (item, sample) whatever the order requests finish in.
+same seed for the same (item, sample) whatever the order requests finish in. Turn t > 0 of an
+agent sample is sent with the same construction over `f"{s}\0{i}\0{k}\0{t}"` (turn 0 uses the
+sample's seed, which is the one its row records).
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ Key = tuple[str, int]
 def sample_seed(seed: int, item_id: str, sample_index: int) -> int:
     """The request seed of one (item, sample); see the module docstring."""
     digest = hashlib.sha256(f"{seed}\0{item_id}\0{sample_index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def turn_seed(seed: int, item_id: str, sample_index: int, turn: int) -> int:
+    """The request seed of one turn of an agent sample; see the module docstring."""
+    if turn == 0:
+        return sample_seed(seed, item_id, sample_index)
+    digest = hashlib.sha256(f"{seed}\0{item_id}\0{sample_index}\0{turn}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
@@ -52,6 +62,8 @@ def check_resumable(old: EvalSummary, new: EvalSummary, where: Path) -> None:
         "sampling params": (old.sampling, new.sampling),
         "slice": (old.slice, new.slice),
         "items": (old.item_ids, new.item_ids),
+        "agent limits": (old.agent, new.agent),
+        "metrics": (old.metrics, new.metrics),
     }
     for name, (was, now) in fields.items():
         if was != now:

@@ -5,7 +5,7 @@ are shown, so the key's value and anything shaped like a credential (`envkeys.Re
 redacted from every sample row and summary as it is written (`stored`), and from the message
 of any exception leaving the eval (`redacted_errors`). Because the log holds redacted values,
 a resumed log is compared with this eval as it would be stored (`as_stored`), not as it is in
-memory. The HTTP client redacts its own error messages (`client.py`).
+memory. The HTTP client redacts its own error messages (`tuneloop.client`).
 """
 
 from __future__ import annotations

@@ -19,6 +19,11 @@ compacted away at the end, so a finished log holds each key exactly once.
 Deliberately, rows are fsynced in group commits: one writer task appends everything that
 finished while the previous append was in flight, so a fast server is not throttled to the
 disk's fsync rate, and a crash still loses only rows that finished in the last few ms.
+
+Agent items (with `tools`) run the agent loop of `agent.py` and log the whole trajectory in
+their row (`SampleRow.agent`); `eval.metrics` names further scorers run on every sample and
+recorded by name in `SampleRow.metrics`.
+
 Scorers registered `inline` (the built-in text scorers: microseconds) run on the event loop;
 other scorers, such as the sandboxed `python_tests`, run in worker threads so they never stall
 the requests in flight. Which scorer an item gets is `scorers/resolve.py`'s, as in training.
@@ -28,7 +33,6 @@ The API key is redacted from every row, summary and error on its way out (`redac
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -36,15 +40,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tuneloop.config import EvalConfig, SlicingConfig
-from tuneloop.envkeys import Redactor
-from tuneloop.errors import InputError, PhaseFailed
-from tuneloop.evaluate.client import (
+from tuneloop.client import (
     EndpointRefused,
     MalformedResponse,
     OpenAIClient,
     RequestFailed,
 )
+from tuneloop.config import EvalConfig, SlicingConfig
+from tuneloop.envkeys import Redactor
+from tuneloop.envs import is_agent_item
+from tuneloop.errors import InputError, PhaseFailed
+from tuneloop.evaluate.agent import run_agent
 from tuneloop.evaluate.plan import (
     Key,
     build_payload,
@@ -53,11 +59,22 @@ from tuneloop.evaluate.plan import (
     read_existing_rows,
     sample_seed,
     totals,
+    turn_seed,
 )
 from tuneloop.evaluate.progress import EvalProgress
 from tuneloop.evaluate.redact import as_stored, redacted_errors, stored
+from tuneloop.evaluate.scoring import score_all
 from tuneloop.records import append_jsonl, read_record, repair_jsonl_tail, write_json, write_jsonl
-from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE, EvalSummary, SampleRow, SamplingParams
+from tuneloop.registry import scorers
+from tuneloop.samplelog import (
+    SAMPLES_FILE,
+    SUMMARY_FILE,
+    AgentBudget,
+    AgentTrace,
+    EvalSummary,
+    SampleRow,
+    SamplingParams,
+)
 from tuneloop.scorers.resolve import ScorerResolver
 from tuneloop.suite import SuiteItem, load_suite
 from tuneloop.suite_rolling import resolve_slice
@@ -120,6 +137,9 @@ def evaluate(
             if not ids:
                 raise InputError(f"slice {slice_name!r} of {suite_path} is empty")
         by_id = suite.by_id()
+        for name in settings.metrics:
+            scorers.get(name)  # an unknown name: "did you mean", before any request
+        agentic = any(is_agent_item(by_id[i].raw) for i in ids)
         summary = EvalSummary(
             suite_path=str(suite_path),
             suite_revision=suite.revision,
@@ -135,6 +155,10 @@ def evaluate(
                 seed=settings.seed,
             ),
             started_at=_now(),
+            agent=AgentBudget(max_turns=settings.max_turns, token_budget=settings.token_budget)
+            if agentic
+            else None,
+            metrics=list(settings.metrics),
         )
         items = {i: by_id[i] for i in ids}
         samples = Path(out_dir) / SAMPLES_FILE
@@ -243,7 +267,8 @@ async def _wait_all(tasks: Sequence[asyncio.Future[None]]) -> None:
 
 
 async def _one_sample(run: _Run, client: OpenAIClient, item: SuiteItem, k: int) -> SampleRow | None:
-    """One request and its score; None when it failed for infrastructure reasons."""
+    """One sample (a request, or an agent trajectory) and its scores; None when it failed for
+    infrastructure reasons."""
     seed = sample_seed(run.settings.seed, item.id, k)
     payload, chat = build_payload(item, run.served_model, run.summary.sampling, seed)
     base: dict[str, Any] = dict(
@@ -256,31 +281,48 @@ async def _one_sample(run: _Run, client: OpenAIClient, item: SuiteItem, k: int) 
         tags=list(item.tags),
     )
     try:
-        done = await client.complete(payload, chat)
+        scored, text, trace = await _complete(run, client, item, k, payload, chat)
     except RequestFailed as err:
         run.errors[(item.id, k)] = str(err)
         return None
     except MalformedResponse as err:
         return SampleRow(**base, status="harness_error", error=str(err))
-    scored = dict(
-        completion=done.text,
-        finish_reason=done.finish_reason,
-        prompt_tokens=done.prompt_tokens,
-        completion_tokens=done.completion_tokens,
-        latency_s=round(done.latency_s, 6),
-    )
     try:
-        scorer = run.scorers.resolve(item.raw)  # item.scorer: the same name, as loaded
-        if scorer.inline:  # registered as fast, with plain-JSON details
-            result = scorer.fn(item.raw, done.text)
-            detail = result.detail
-        else:  # the detail may hold anything: make it JSON before it reaches the log
-            result = await asyncio.to_thread(scorer.fn, item.raw, done.text)
-            detail = json.loads(json.dumps(result.detail, default=str))
+        result, metrics = await score_all(run.scorers, run.settings.metrics, item.raw, text, trace)
     except Exception as err:  # a scorer bug must not stop the eval; the row says what broke
         msg = f"scorer {item.scorer!r} raised {type(err).__name__}: {err}"[:500]
         return SampleRow(**base, **scored, status="harness_error", error=msg)
-    return SampleRow(**base, **scored, score=result.value, detail=detail)
+    return SampleRow(**base, **scored, score=result.value, detail=result.detail, metrics=metrics)
+
+
+async def _complete(
+    run: _Run, client: OpenAIClient, item: SuiteItem, k: int, payload: dict[str, Any], chat: bool
+) -> tuple[dict[str, Any], str, AgentTrace | None]:
+    """(the row's completion fields, the final text, the trajectory of an agent item)."""
+    if run.summary.agent is None or not is_agent_item(item.raw):
+        done = await client.complete(payload, chat)
+        fields: dict[str, Any] = dict(
+            completion=done.text,
+            finish_reason=done.finish_reason,
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            latency_s=round(done.latency_s, 6),
+        )
+        return fields, done.text, None
+    base_seed = run.settings.seed
+    ran = await run_agent(
+        client, item, payload, run.summary.agent, lambda t: turn_seed(base_seed, item.id, k, t)
+    )
+    trace = ran.trace
+    fields = dict(
+        completion=trace.answer,
+        finish_reason=ran.finish_reason,
+        prompt_tokens=trace.prompt_tokens,
+        completion_tokens=trace.completion_tokens,
+        latency_s=round(ran.latency_s, 6),
+        agent=trace,
+    )
+    return fields, trace.answer, trace
 
 
 class _RowWriter:

@@ -51,14 +51,17 @@ class Arm:
         return self.unscored / self.scores.size if self.scores.size else 0.0
 
 
-def load_arms(champion_log: Path, challenger_log: Path, item_ids: Sequence[str]) -> tuple[Arm, Arm]:
-    """Read both logs, refuse incomparable ones, and align them on `item_ids`."""
+def load_arms(
+    champion_log: Path, challenger_log: Path, item_ids: Sequence[str], scorer: str | None = None
+) -> tuple[Arm, Arm]:
+    """Read both logs, refuse incomparable ones, and align them on `item_ids`; with `scorer`,
+    on that scorer's output (`samplelog.rows_on_scorer`)."""
     if not item_ids:
         raise InputError("the gate slice has no items; check the slice name and fractions")
     if len(set(item_ids)) != len(item_ids):
         raise InputError("the gate slice lists an item id more than once")
-    champ_summary, champ_rows = load_sample_log(Path(champion_log))
-    chall_summary, chall_rows = load_sample_log(Path(challenger_log))
+    champ_summary, champ_rows = load_sample_log(Path(champion_log), scorer)
+    chall_summary, chall_rows = load_sample_log(Path(challenger_log), scorer)
     labels = (str(champion_log), str(challenger_log))
     check_comparable(champ_summary, chall_summary, labels, SAMPLING_FIELDS)
     return (

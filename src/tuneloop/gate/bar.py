@@ -11,6 +11,7 @@ JSON with the same keys — given to `tuneloop gate --bar FILE`:
     non_inferiority_epsilon: 0.05   # optional: no tag may regress by more than this
     min_items: 30
     max_missing_fraction: 0.02
+    scorer: tool_call_valid # optional: judge on this scorer's output (default: the items' own)
 
 The keys, types, bounds and defaults are `tuneloop.config.BarConfig`'s (one definition for
 loop.yaml, bar files and the gate); `Bar` only adds the canonical hash. Unknown keys and
@@ -38,7 +39,8 @@ class Bar(BarConfig):
         return cls.model_validate(section.model_dump(include=set(FIELDS)))
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(include=set(FIELDS))
+        # `scorer` came later: left out while unset, so a bar sealed before it keeps its hash
+        return self.model_dump(include=set(FIELDS) - ({"scorer"} if self.scorer is None else set()))
 
     def sha256(self) -> str:
         """Hash of the bar's canonical JSON (recorded with every verdict)."""

@@ -78,7 +78,7 @@ def adjudicate(
     logs, a bad descriptor, a bar other than the sealed one, a run id already judged on other
     evidence, or consumed items without `allow_slice_reuse`.
     """
-    champ, chall = load_arms(champion_log, challenger_log, item_ids)
+    champ, chall = load_arms(champion_log, challenger_log, item_ids, bar.scorer)
     _check_k(bar, champ)
     descriptor = _descriptor(challenger_descriptor, chall, run_id)
     evidence = make_evidence(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tuneloop.config import LoopConfig
+from tuneloop.config import LoopConfig, TrainConfig
 from tuneloop.errors import PhaseFailed
 from tuneloop.loop.integrity import (
     check_verdict_matches,
@@ -129,28 +129,82 @@ def run_eval_post(ctx: PhaseContext) -> None:
 
 def run_data(ctx: PhaseContext) -> None:
     from tuneloop.data import build_corpus
+    from tuneloop.loop.corpus_data import corpus_file, corpus_output, loop_suites, output_phase
 
     assert ctx.cfg.data.corpus is not None
-    result = build_corpus(ctx.cfg.data.corpus, ctx.folder)
+    result = build_corpus(ctx.cfg.data.corpus, ctx.folder, extra_suites=loop_suites(ctx.cfg))
     ctx.notes["counts"] = result.counts
     if result.sft_path != ctx.folder / "sft.jsonl":
         raise PhaseFailed(f"corpus build wrote {result.sft_path}, expected sft.jsonl")
+    if ctx.cfg.train.data is None and output_phase(corpus_output(ctx.cfg)) == "data":
+        corpus_file(ctx.cfg, ctx.folder)  # the output training reads: there, and not empty
+
+
+def run_replay(ctx: PhaseContext) -> None:
+    from tuneloop.loop.corpus_data import (
+        composite_pairs,
+        corpus_file,
+        corpus_output,
+        decontaminate_replay,
+        output_phase,
+        replay_traces,
+    )
+    from tuneloop.replay import replay
+
+    cfg = ctx.cfg
+    assert cfg.replay.teachers is not None
+    result = replay(replay_traces(cfg, ctx.upstream), cfg.replay.teachers, ctx.folder, cfg.replay)
+    r = result.report
+    ctx.notes["teachers"] = {
+        t.name: {"pass_rate": t.pass_rate, "scored": t.scored, "cost_usd": t.cost_usd}
+        for t in r.teachers
+    }
+    ctx.notes.update(sft_rows=r.sft_rows, dpo_pairs=r.dpo_pairs, cost_usd=r.cost_usd)
+    ctx.notes["contaminated"] = decontaminate_replay(cfg, ctx.folder)
+    # fail here, not after two more phases, when training would read nothing
+    if cfg.train.data is None and output_phase(corpus_output(cfg)) == "replay":
+        corpus_file(cfg, ctx.folder)
+    pairs = composite_pairs(cfg, ctx.upstream)
+    empty = pairs is not None and pairs.parent == ctx.folder and pairs.stat().st_size == 0
+    if cfg.train.method == "composite" and empty:
+        raise PhaseFailed(
+            f"the replay wrote no preference pairs ({pairs}) for replay-DPO "
+            f"(train.composite.beta {cfg.train.composite.beta}); see "
+            f"{ctx.folder / 'report.md'}: pairs need one teacher to pass a step another fails"
+        )
 
 
 def train_data(cfg: LoopConfig, upstream: dict[str, Path]) -> Path:
+    from tuneloop.loop.corpus_data import corpus_file, corpus_output, output_phase
+
     if cfg.train.data is not None:
         return cfg.train.data
-    return upstream["data"] / "sft.jsonl"
+    return corpus_file(cfg, upstream[output_phase(corpus_output(cfg))])
+
+
+def train_settings(cfg: LoopConfig, upstream: dict[str, Path]) -> TrainConfig:
+    """`train:` with composite's replay-DPO pairs resolved (the replay phase's by default)."""
+    from tuneloop.loop.corpus_data import composite_pairs
+
+    c = cfg.train.composite
+    pairs = composite_pairs(cfg, upstream)
+    if pairs == c.pairs:
+        return cfg.train
+    return cfg.train.model_copy(update={"composite": c.model_copy(update={"pairs": pairs})})
 
 
 def run_train(ctx: PhaseContext) -> None:
+    from tuneloop.loop.corpus_data import decontaminated_train_data
     from tuneloop.train import train
 
+    data = train_data(ctx.cfg, ctx.upstream)
+    if ctx.cfg.train.data is not None:  # the corpus build already decontaminated its output
+        data = decontaminated_train_data(ctx.cfg, ctx.folder)
     train(
         ctx.cfg.base,
-        train_data(ctx.cfg, ctx.upstream),
+        data,
         ctx.folder / "adapter",
-        ctx.cfg.train,
+        train_settings(ctx.cfg, ctx.upstream),
         suite_paths=[ctx.cfg.suite.path],
         default_scorer=ctx.cfg.suite.default_scorer,
     )
@@ -160,7 +214,7 @@ def run_merge(ctx: PhaseContext) -> None:
     from tuneloop.train import merge
 
     adapter = None if ctx.cfg.merge.zero_adapter else ctx.upstream["train"] / "adapter"
-    merge(ctx.cfg.base, adapter, ctx.folder / "model")
+    merge(ctx.cfg.base, adapter, ctx.folder / "model", min_change=ctx.cfg.merge.min_change)
 
 
 def run_doctor(ctx: PhaseContext) -> None:

@@ -26,22 +26,33 @@ def recorded_hash(state: RunState, phase: str, name: str) -> str | None:
 
 
 def capstone_inputs(cfg: LoopConfig, upstream: dict[str, Path], state: RunState) -> CapstoneInputs:
-    from tuneloop.loop.adapters import train_data
+    from tuneloop.loop.corpus_data import trained_file
     from tuneloop.report.capstone import CapstoneInputs
     from tuneloop.samplelog import SUMMARY_FILE
 
-    # the train phase records its data as an external file, or as the data phase's output
-    data_key = "data" if cfg.train.data is not None else "data:data/sft.jsonl"
+    data, data_sha256 = trained_file(cfg, upstream, recorded_hash(state, "train", "data"))
+    replayed = cfg.replay.teachers is not None
+    report = upstream["replay"] / "report.json" if replayed else None
     return CapstoneInputs(
         pre_summary=upstream["eval_pre"] / SUMMARY_FILE,
         delta=upstream["report"] / "delta.json",
-        train_data=train_data(cfg, upstream),
-        train_data_sha256=recorded_hash(state, "train", data_key),
+        train_data=data,
+        train_data_sha256=data_sha256,
         base_model_sha256=recorded_hash(state, "eval_pre", "base_model"),
         corpus_provenance=upstream["data"] / "provenance.json",
         train_settings=upstream["train"] / "adapter" / "train_settings.json",
         this_phase="capstone",
+        replay_report=report,
+        replay_report_sha256=_output_hash(state, "replay", report) if report else None,
     )
+
+
+def _output_hash(state: RunState, phase: str, path: Path) -> str | None:
+    """An output's sha256 as the runner recorded it when `phase` finished."""
+    rec = state.phases.get(phase)
+    if rec is None:
+        return None
+    return next((h for rel, h in rec.outputs.items() if path.as_posix().endswith(rel)), None)
 
 
 def archive_recipe(cfg: LoopConfig) -> Recipe:
@@ -56,6 +67,11 @@ def archive_recipe(cfg: LoopConfig) -> Recipe:
         inputs.append(ArchiveInput("train.data", cfg.train.data, "train_data.jsonl"))
     if cfg.data.corpus is not None:
         inputs.append(ArchiveInput("data.corpus", cfg.data.corpus, "corpus.yaml"))
+    if cfg.replay.teachers is not None:
+        inputs.append(ArchiveInput("replay.teachers", cfg.replay.teachers, "teachers.yaml"))
+        notes["replay_teachers"] = "embedded teachers in teachers.yaml name original paths"
+    if cfg.replay.traces is not None:
+        inputs.append(ArchiveInput("replay.traces", cfg.replay.traces, "replay_traces.jsonl"))
         notes["corpus_sources"] = "paths inside corpus.yaml refer to the original machine"
     inputs.append(ArchiveInput("base_model", cfg.base, "base_model", max_copy_mb=MAX_MODEL_COPY_MB))
     round_file = cfg.workdir / ROUND_FILE

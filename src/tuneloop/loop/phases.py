@@ -1,9 +1,11 @@
 """The phase table: the only place that knows the order of the loop.
 
-    data? → eval_pre → train → merge → doctor → eval_post → report → gate → capstone → archive
-          → promote
+    data? → replay? → eval_pre → train → merge → doctor → eval_post → report → gate
+          → capstone → archive → promote
 
-The gate decides; `promote` — last, after the archive verifies — is the only phase that
+`replay` (on when `replay.teachers` is set) sends the data phase's traces, or
+`replay.traces`, to the teachers; training reads its rows or pairs (`loop.corpus_data`). The
+gate decides; `promote` — last, after the archive verifies — is the only phase that
 changes the champion, so a crash anywhere in between leaves the old champion in charge.
 
 Each phase declares its inputs (upstream phases and external files, hashed into its
@@ -30,9 +32,11 @@ from tuneloop.loop.adapters import (
     run_eval_pre,
     run_gate,
     run_merge,
+    run_replay,
     run_report,
     run_train,
 )
+from tuneloop.loop.corpus_data import replay_files
 from tuneloop.loop.integrity import preflight_gate, run_promote
 
 __all__ = ["PHASES", "PHASE_NAMES", "Phase", "PhaseContext"]
@@ -52,7 +56,8 @@ class Phase:
     """The config subset that changes this phase's result."""
     enabled: Callable[[LoopConfig], bool] = lambda cfg: True
     resumable: bool = False
-    """Keep the folder's partial contents on a crash resume (the eval fills missing samples)."""
+    """Keep the folder's partial contents on a crash resume (the eval fills missing samples;
+    train resumes from its checkpoints, `train.checkpoint`)."""
     preflight: Callable[[LoopConfig, Path, bool], None] | None = None
     """Checked before any phase runs when this phase will run: (config, workdir, whether its
     upstream phases are all unchanged). Raises `InputError` to refuse the run."""
@@ -79,9 +84,34 @@ PHASES: tuple[Phase, ...] = (
     Phase(
         "data",
         run_data,
-        outputs=("sft.jsonl", "provenance.json"),
-        files=lambda c: {"corpus_config": c.data.corpus} if c.data.corpus else {},
+        outputs=("sft.jsonl", "traces.jsonl", "provenance.json"),
+        # the loop's suite is always decontaminated against (loop.corpus_data)
+        files=lambda c: (
+            {"corpus_config": c.data.corpus, "suite": c.suite.path} if c.data.corpus else {}
+        ),
         enabled=lambda c: c.data.corpus is not None,
+    ),
+    Phase(
+        "replay",
+        run_replay,
+        # rows and pairs as selected, their decontaminated copies (what training reads)
+        outputs=(
+            "report.json",
+            "report.md",
+            "sft.jsonl",
+            "dpo.jsonl",
+            "sft.decontaminated.jsonl",
+            "dpo.decontaminated.jsonl",
+            "decontamination.json",
+        ),
+        after=("data",),
+        files=lambda c: replay_files(c) if c.replay.teachers is not None else {},
+        # paths are hashed as files; how many calls are in flight changes no answer
+        config=lambda c: c.replay.model_dump(
+            mode="json", exclude={"teachers", "traces", "concurrency"}
+        ),
+        enabled=lambda c: c.replay.teachers is not None,
+        resumable=True,  # calls.jsonl: a crash resume pays only for the calls not yet logged
     ),
     Phase(
         "eval_pre",
@@ -95,13 +125,17 @@ PHASES: tuple[Phase, ...] = (
         "train",
         run_train,
         outputs=("adapter",),
-        after=("data",),
+        after=("data", "replay"),
         files=lambda c: (
             {"base_model": c.base, "suite": c.suite.path}
             | ({"data": c.train.data} if c.train.data else {})
         ),
-        config=lambda c: c.train.model_dump(mode="json", exclude={"data"}),
+        config=lambda c: (
+            c.train.model_dump(mode="json", exclude={"data"})
+            | ({"data_output": c.data.output} if c.data.output else {})
+        ),
         enabled=lambda c: not c.merge.zero_adapter,
+        resumable=True,
     ),
     Phase(
         "merge",
@@ -147,8 +181,8 @@ PHASES: tuple[Phase, ...] = (
     Phase(
         "capstone",
         run_capstone,
-        outputs=("report.md",),
-        after=("eval_pre", "train", "merge", "doctor", "eval_post", "report", "gate"),
+        outputs=("report.md", "report.html"),
+        after=("replay", "eval_pre", "train", "merge", "doctor", "eval_post", "report", "gate"),
     ),
     Phase(
         "archive",

@@ -5,22 +5,24 @@
 Run by `tuneloop check` and at the start of `tuneloop run` (also `--plan`). It checks, all at
 once: every plugin name against its registry (serve.backend, train.method, every scorer the
 suite and the GRPO reward name); every slice against `suite.slices`, loading the suite; every
-input path (exists, readable, folder or file); and the rules that tie sections together — the
+input path (exists, readable, folder or file), with the `replay:` section's teachers file
+(`tuneloop.replay.teachers.check_replay`); and the rules that tie sections together — the
 gate slice is evaluated and leaves at least one item for the report, holds at least
 `gate.min_items`, pass@k has k ≤ eval.n_samples, training has a data source, an external
-endpoint is an http(s) URL. Errors are collected and raised as one `InputError`, each naming
-its YAML key and line in the same format as `load_config`'s validation errors; nothing is
-written. `gate.alpha` ∈ (0, 0.5) is a bound of the config model itself, so it is reported
-with the other validation errors before preflight runs.
+endpoint is an http(s) URL, a replay has traces and a replay output training reads has a
+replay (`loop.corpus_data.replay_problems`). Errors are collected and raised as one
+`InputError`, each naming its YAML key and line in the same format as `load_config`'s
+validation errors; nothing is written. `gate.alpha` ∈ (0, 0.5) is a bound of the config model
+itself, so it is reported with the other validation errors before preflight runs.
 
-The one warning is about the gate's power: the minimum detectable effect (MDE) of the gate
-slice's size, one-sided at gate.alpha with 80% power (Miller 2024; the formula of
-`tuneloop.stats.power`). The gate promotes only when Δ ≥ margin *and* the one-sided test
-is significant; when the MDE exceeds the margin, a true improvement between the two — one
-the margin calls worth shipping — will most often be rejected as not significant. The
-spread of item differences comes from the round's own eval_pre log when it exists (as
-`tuneloop power` does with one pilot log); otherwise from a stated conservative assumption
-(see `ASSUMED_SD_DIFF`). A warning never changes the exit status.
+A replay whose outputs no training reads is warned about. The other warning is about the gate's
+power: the minimum detectable effect (MDE) of the gate slice's size, one-sided at gate.alpha
+with 80% power (Miller 2024; the formula of `tuneloop.stats.power`). The gate promotes only
+when Δ ≥ margin *and* the one-sided test is significant; when the MDE exceeds the margin, a
+true improvement between the two — one the margin calls worth shipping — will most often be
+rejected as not significant. The spread of item differences comes from the round's own eval_pre
+log when it exists (as `tuneloop power` does with one pilot log); otherwise from a stated
+conservative assumption (see `ASSUMED_SD_DIFF`). A warning never changes the exit status.
 
 Deliberately not checked here: anything that needs a model, a server or the network.
 """
@@ -172,6 +174,10 @@ def _check_paths(cfg: LoopConfig, found: Findings) -> None:
             load_corpus_config(cfg.data.corpus)
         except InputError as err:
             found.error("data.corpus", str(err).replace("\n  ", "\n    "))
+    from tuneloop.replay.teachers import check_replay
+
+    for key, message in check_replay(cfg.replay):
+        found.error(key, message)
     # Outputs need not exist yet, but what exists must be of the right kind.
     for key, path, kind in (
         ("workdir", cfg.workdir, "folder"),
@@ -193,6 +199,13 @@ def _check_rules(cfg: LoopConfig, found: Findings) -> None:
             f"pass@{g.k} needs at least {g.k} samples per item, but eval.n_samples is "
             f"{cfg.eval.n_samples}; raise eval.n_samples or lower gate.k",
         )
+    from tuneloop.loop.corpus_data import output_problems, replay_problems, replay_unused
+
+    for key, message in [*output_problems(cfg), *replay_problems(cfg)]:
+        found.error(key, message)
+    unused = replay_unused(cfg)
+    if unused is not None:
+        found.warn("replay.teachers", unused)
     if not cfg.merge.zero_adapter and cfg.train.data is None and cfg.data.corpus is None:
         found.error(
             "train.data",

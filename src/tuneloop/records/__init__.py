@@ -10,7 +10,8 @@ package never imports a phase.
 - `base`: `Record`, `read_record`, `write_record`, `parse_record`, `check_schema`;
 - `disk`: atomic writes (temp file, fsync, rename), JSON/JSONL with errors that name file and
   line, sha256 of files and folders;
-- `manifest`, `corpus`: the records that need nothing but this package;
+- `manifest`, `corpus`, `replay`, `trace`: the records that need nothing but this package
+  (`trace`: the canonical conversation that the data and replay phases both read);
 - `catalog`: every record class, wherever it is defined.
 """
 
@@ -46,6 +47,7 @@ from tuneloop.records.disk import (
     write_jsonl,
 )
 from tuneloop.records.manifest import Archived, Manifest, ManifestFile, PhaseLineage
+from tuneloop.records.trace import Trace
 
 __all__ = [
     "RECORDS",
@@ -55,6 +57,7 @@ __all__ = [
     "ManifestFile",
     "PhaseLineage",
     "Record",
+    "Trace",
     "append_jsonl",
     "atomic_write_bytes",
     "atomic_write_text",

@@ -1,6 +1,7 @@
 """Every record tuneloop writes as an artifact, by class name: the one place to find them.
 
-Records that need nothing but this package are defined here (`manifest`, `corpus`). The
+Records that need nothing but this package are defined here (`manifest`, `corpus`,
+`trace`, `replay`). The
 others are defined beside the phase that writes them, because they are built from that
 phase's own types (the verdict's `Bar`, the delta report's `stats.FlipCounts`) and core must
 not import a phase or a shared library (DESIGN.md: cli → loop → phases → shared → core).
@@ -21,8 +22,10 @@ RECORDS: dict[str, tuple[str, str]] = {
     # class: (defining module, the artifact it describes)
     "SampleRow": ("tuneloop.samplelog", "eval_*/samples.jsonl, one row per (item, sample)"),
     "EvalSummary": ("tuneloop.samplelog", "eval_*/summary.json"),
-    "Trace": ("tuneloop.data.trace", "traces JSONL (`tuneloop traces ingest`)"),
+    "Trace": ("tuneloop.records.trace", "traces JSONL (`tuneloop ingest`; data/traces.jsonl)"),
     "CorpusProvenance": ("tuneloop.records.corpus", "data/provenance.json"),
+    "ReplayCall": ("tuneloop.records.replay", "<replay out>/calls.jsonl (`tuneloop replay`)"),
+    "ReplayReport": ("tuneloop.records.replay", "<replay out>/report.json"),
     "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
     "FlywheelStatus": ("tuneloop.flywheel.status", "`tuneloop status --json`"),
     "RoundRecord": ("tuneloop.loop.rounds", "<workdir>/rounds/<id>/round.json"),

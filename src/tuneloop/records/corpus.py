@@ -53,6 +53,8 @@ class SuiteDecontamination(_Part):
     """Every removed row, with the rules that matched."""
     preference_pairs_removed: list[str]
     """Source ids of removed preference pairs."""
+    grpo_prompts_removed: list[str] = []
+    """Source ids of removed GRPO prompts."""
 
 
 class PreferenceCounts(_Part):
@@ -62,6 +64,30 @@ class PreferenceCounts(_Part):
     """Pairs in the preference file."""
     removed_by_decontamination: int
     """Pairs removed because they contain suite items."""
+
+
+class GrpoCounts(_Part):
+    """The GRPO prompt set written (grpo.jsonl)."""
+
+    prompts: int = 0
+    """Prompts in grpo.jsonl."""
+    counts: dict[str, int] = {}
+    """Prompts left after each step: candidates, dedup, decontaminate, bands."""
+    by_origin: dict[str, int] = {}
+    """Prompts by where their reference came from: reference, correction, accepted."""
+
+
+class MutationRecall(_Part):
+    """The recall audit's figure for one mutation."""
+
+    planted: int
+    """Canaries planted (disguised suite items)."""
+    caught: int
+    """Canaries decontamination removed."""
+    recall: float | None
+    """caught / planted; None when none could be planted (not measured)."""
+    missed: list[dict[str, str]] = []
+    """Up to 10 missed canaries: suite and item id."""
 
 
 class CorpusProvenance(Record):
@@ -92,5 +118,10 @@ class CorpusProvenance(Record):
     """One entry per suite checked."""
     preference: PreferenceCounts
     """Preference pairs."""
+    grpo: GrpoCounts = GrpoCounts()
+    """The GRPO prompt set."""
+    decontamination_audit: dict[str, MutationRecall] | None = None
+    """Recall per mutation (verbatim, rewrapped, in_filler, case_whitespace,
+    numbers_spelled); None when the audit was off or no suite was given."""
     outputs: dict[str, str]
     """Output file name → sha256."""

@@ -1,6 +1,7 @@
 """The report phase: the paired delta report of two sample logs, and the round's capstone.
 
     tuneloop compare PRE_LOG POST_LOG --out DIR   # delta.json, delta.md, passk.png, items.png
+    tuneloop compare PRE_LOG POST_LOG --out DIR --html DIR   # … and report.html
     tuneloop power --pilot LOG [--effect 0.03]    # items needed, or the MDE
 
 From Python (the loop's report phase): `compare(pre_log, post_log, out_dir, ...)` reads and
@@ -8,7 +9,8 @@ writes files; `compute_delta((summary, rows), (summary, rows), ...)` is the pure
 are imported lazily so that importing this package (e.g. for the CLI's help) stays cheap.
 Statistics come from `tuneloop.stats`; this package only lays out data and writes files.
 `write_capstone` (`capstone.py`) writes the loop's one-page `report.md` from the round's
-artifacts, read typed.
+artifacts, read typed, and `html.py` the self-contained `report.html` beside it (also
+`tuneloop compare --html`).
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ PASSK_FIGURE = "passk.png"
 ITEMS_FIGURE = "items.png"
 
 
-def load_log(path: Path) -> Log:
-    """Read a sample log; a missing one names the command that writes it."""
+def load_log(path: Path, scorer: str | None = None) -> Log:
+    """Read a sample log (on `scorer`'s output when given); a missing one names the command
+    that writes it."""
     from tuneloop.errors import InputError
 
     path = Path(path)
@@ -33,7 +34,7 @@ def load_log(path: Path) -> Log:
         raise InputError(
             f"{path}: not a sample log (no {SUMMARY_FILE}); `tuneloop eval` writes one"
         )
-    return load_sample_log(path)
+    return load_sample_log(path, scorer)
 
 
 def compare(
@@ -51,7 +52,7 @@ def compare(
     """
     settings = settings or Settings()
     pre_log, post_log, out_dir = Path(pre_log), Path(post_log), Path(out_dir)
-    pre, post = load_log(pre_log), load_log(post_log)
+    pre, post = load_log(pre_log, settings.scorer), load_log(post_log, settings.scorer)
     paired = align(pre, post, item_ids, (str(pre_log), str(post_log)))
     report = delta_from_items(paired, settings, item_ids is not None)
     report = report.model_copy(

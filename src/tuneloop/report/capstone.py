@@ -1,4 +1,5 @@
-"""The capstone `report.md`: one page a reviewer reads to judge the run.
+"""The capstone `report.md`: one page a reviewer reads to judge the run (and `report.html`,
+the same run with its flips, curves and funnel, written beside it by `report/html.py`).
 
 It only *reads* what the phases wrote — the pre-evaluation summary and the delta report, typed
 (`read_record`), and the run state and gate verdict, which the loop hands over already read
@@ -22,6 +23,7 @@ from typing import Any, Protocol
 from tuneloop.config import LoopConfig
 from tuneloop.provenance import stamp
 from tuneloop.records import atomic_write_text, read_record_if_exists
+from tuneloop.records.replay import ReplayReport
 from tuneloop.records.run import RunView
 from tuneloop.report.record import DeltaReport
 from tuneloop.samplelog import EvalSummary
@@ -47,6 +49,10 @@ class CapstoneInputs:
     """The adapter's resolved `train_settings.json`; listed when it exists."""
     this_phase: str = "capstone"
     """This phase's name in the run state (its row reads "writing this report")."""
+    replay_report: Path | None = None
+    """The replay phase's `report.json` when the round replayed traces to teachers."""
+    replay_report_sha256: str | None = None
+    """Its sha256 as the runner recorded the replay phase's outputs."""
 
 
 class _Arm(Protocol):
@@ -82,6 +88,10 @@ class VerdictView(Protocol):
     def sealed_at(self) -> str | None: ...
     @property
     def evidence_sha256(self) -> str | None: ...
+    @property
+    def item_ids(self) -> Sequence[str]: ...
+    @property
+    def warnings(self) -> Sequence[str]: ...
 
 
 def _pct(x: float | None) -> str:
@@ -133,6 +143,32 @@ def _inputs(cfg: LoopConfig, inp: CapstoneInputs) -> list[str]:
     )
     if inp.train_settings.exists():
         lines.append(f"  - resolved settings: `{inp.train_settings}`")
+    return [*lines, ""]
+
+
+def _replay(inp: CapstoneInputs) -> list[str]:
+    if inp.replay_report is None:
+        return []
+    r = read_record_if_exists(inp.replay_report, ReplayReport)
+    head = ["## Teacher replay", ""]
+    if r is None:
+        return [*head, f"not measured (no `{inp.replay_report}`)", ""]
+    lines = [
+        *head,
+        f"- Report: `{inp.replay_report}` (sha256 `{_short(inp.replay_report_sha256)}`)",
+        f"- {r.steps_planned} of {r.steps_available} steps replayed from `{r.traces}`; "
+        f"{r.sft_rows} distillation rows, {r.dpo_pairs} pairs; cost {r.cost_usd:.6f} USD "
+        f"({r.cost_usd_this_run:.6f} this run)",
+        "",
+        "| teacher | pass rate | 95% Wilson CI | scored | missing | cost (USD) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in r.teachers:
+        ci = f"{_pct(t.wilson_ci[0])}–{_pct(t.wilson_ci[1])}" if t.wilson_ci else "n/a"
+        lines.append(
+            f"| {t.name} | {_pct(t.pass_rate)} | {ci} | {t.scored} | {t.missing} "
+            f"| {t.cost_usd:.6f} |"
+        )
     return [*lines, ""]
 
 
@@ -229,6 +265,7 @@ def render_capstone(
     """The report's text; `out` is where it will be written (figure links are relative)."""
     lines = [f"# tuneloop run `{run.run_id}` — {cfg.name}", ""]
     lines += _inputs(cfg, inputs)
+    lines += _replay(inputs)
     lines += _result(inputs, out)
     lines += _verdict(cfg, verdict)
     lines += _timings(run, inputs.this_phase)
@@ -239,5 +276,8 @@ def render_capstone(
 def write_capstone(
     out: Path, cfg: LoopConfig, run: RunView, inputs: CapstoneInputs, verdict: VerdictView | None
 ) -> None:
-    """Write `report.md` to `out` atomically."""
+    """Write `report.md` to `out`, and `report.html` beside it, atomically."""
+    from tuneloop.report.html import HTML_FILE, write_run_html
+
     atomic_write_text(out, render_capstone(cfg, run, inputs, verdict, out))
+    write_run_html(out.with_name(HTML_FILE), cfg, run, inputs, verdict)

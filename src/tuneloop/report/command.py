@@ -17,6 +17,13 @@ def compare(
     post_log: Annotated[Path, typer.Argument(help="Sample-log folder of the post arm.")],
     out: Annotated[Path, typer.Option("--out", help="Folder for delta.json, delta.md, PNGs.")],
     figures: Annotated[bool, typer.Option(help="Draw passk.png and items.png.")] = True,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write a self-contained report.html to this file (or into this folder).",
+        ),
+    ] = None,
     *,
     settings: ReportConfig,
 ) -> None:
@@ -30,9 +37,17 @@ def compare(
     from tuneloop.report.build import compare as run_compare
 
     require_writable_dir(out, "--out")
+    if html is not None:
+        # a folder (an existing one, or --out itself) gets report.html inside it
+        html = html / "report.html" if html.is_dir() or html.resolve() == out.resolve() else html
+        require_writable_dir(html.parent, "--html")
     console = Console(stderr=True)
     with console.status("comparing sample logs…"):
         r = run_compare(pre_log, post_log, out, settings, figures=figures)
+        if html is not None:
+            from tuneloop.report.html import write_compare_html
+
+            write_compare_html(html, r, pre_log, post_log)
     lo, hi = r.delta_ci
     typer.echo(
         f"pre {r.pre.mean:.4f} → post {r.post.mean:.4f}: Δ = {r.delta:+.4f} "
@@ -40,6 +55,8 @@ def compare(
         f"{r.p_two_sided:.3g}, one-sided = {r.p_greater:.3g}; {r.n_items} items"
     )
     typer.echo(f"wrote {out / 'delta.json'} and {out / 'delta.md'}")
+    if html is not None:
+        typer.echo(f"wrote {html}")
 
 
 def power(

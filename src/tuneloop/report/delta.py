@@ -35,7 +35,13 @@ from tuneloop.report.record import (
     PassKCurves,
     TagDelta,
 )
-from tuneloop.samplelog import EvalSummary, SampleRow, check_comparable, score_grid
+from tuneloop.samplelog import (
+    EvalSummary,
+    SampleRow,
+    check_comparable,
+    rows_on_scorer,
+    score_grid,
+)
 
 Log = tuple[EvalSummary, list[SampleRow]]
 CORRECT_THRESHOLD = 0.5
@@ -267,6 +273,7 @@ def delta_from_items(paired: PairedItems, s: Settings, items_restricted: bool) -
             seed=s.seed,
             mde_power=MDE_POWER,
             items_restricted=items_restricted,
+            scorer=s.scorer,
         ),
     )
 
@@ -281,5 +288,8 @@ def compute_delta(
 ) -> DeltaReport:
     """The delta report of two loaded sample logs (pure; raises InputError if incomparable)."""
     settings = settings or Settings()
+    if settings.scorer is not None:  # build.compare reads the logs on the scorer already
+        pre = (pre[0], rows_on_scorer(pre[1], settings.scorer, labels[0]))
+        post = (post[0], rows_on_scorer(post[1], settings.scorer, labels[1]))
     paired = align(pre, post, item_ids, labels)
     return delta_from_items(paired, settings, item_ids is not None)

@@ -65,6 +65,7 @@ def render_markdown(r: DeltaReport) -> str:
         + (f", slice `{r.slice}`" if r.slice else "")
         + f"; {r.n_items} items × {r.n_samples} samples at temperature {r.temperature:g}"
         + (" (restricted to a subset of the logs' items)" if r.settings.items_restricted else "")
+        + (f"; scored by `{r.settings.scorer}`" if r.settings.scorer else "")
         + ".",
         "",
         f"| arm | model | mean item score | Wilson {conf} CI | clustered SE | ok | missing "

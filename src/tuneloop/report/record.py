@@ -106,6 +106,8 @@ class DeltaSettings(_Part):
     """Power at which the MDE is stated."""
     items_restricted: bool
     """True when the comparison was restricted to a given subset of the logs' items."""
+    scorer: str | None = None
+    """The scorer whose output was compared; None: each item's own scorer."""
 
 
 class DeltaReport(Record):

@@ -11,6 +11,10 @@ names elsewhere: `inline=True` says it is fast, pure and returns plain-JSON deta
 eval may call it on the event loop; any other scorer (the sandboxed `python_tests`, a plugin
 registered without the property) runs in a worker thread and has its details made JSON.
 A plugin registered through an entry point declares it with an `inline = True` attribute.
+`trajectory=True` says the scorer reads a whole agent trajectory: the eval hands it the
+sample's `AgentTrace` instead of the final text, and it also accepts text or a list of chat
+messages (what training passes; see `tuneloop.envs.trajectory`). Any other scorer sees an
+agent sample's final answer, and an unfinished trajectory scores 0 without reaching it.
 """
 
 from __future__ import annotations
@@ -44,11 +48,12 @@ class ScorerFactory(Protocol):
     def __call__(self, **kwargs: Any) -> ScoreFn: ...
 
 
-def scorer(name: str, *, inline: bool = False) -> Callable[[F], F]:
+def scorer(name: str, *, inline: bool = False, trajectory: bool = False) -> Callable[[F], F]:
     """Decorator: register a scorer factory under `name`, with its properties (see above)."""
 
     def deco(factory: F) -> F:
         factory.inline = inline  # type: ignore[attr-defined]
+        factory.trajectory = trajectory  # type: ignore[attr-defined]
         return scorers.register(name)(factory)
 
     return deco
@@ -57,3 +62,8 @@ def scorer(name: str, *, inline: bool = False) -> Callable[[F], F]:
 def runs_inline(factory: Any) -> bool:
     """Whether a registered factory declared `inline=True` (see the module docstring)."""
     return getattr(factory, "inline", False) is True
+
+
+def reads_trajectory(factory: Any) -> bool:
+    """Whether a registered factory declared `trajectory=True` (see the module docstring)."""
+    return getattr(factory, "trajectory", False) is True

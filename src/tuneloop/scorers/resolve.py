@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuneloop.registry import scorers
-from tuneloop.scorers.base import ScoreFn, runs_inline
+from tuneloop.scorers.base import ScoreFn, reads_trajectory, runs_inline
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,8 @@ class ResolvedScorer:
     """`fn(item, completion) -> Score`."""
     inline: bool
     """Registered as fast, pure and plain-JSON: safe to call on the eval's event loop."""
+    trajectory: bool = False
+    """Registered as reading a whole agent trajectory (see `base.py`)."""
 
 
 def scorer_name(item: Mapping[str, Any], default: str, override: str | None = None) -> str:
@@ -59,9 +61,14 @@ class ScorerResolver:
         self, item: Mapping[str, Any], args: Mapping[str, Any] | None = None
     ) -> ResolvedScorer:
         """The item's scorer, built with factory arguments `args` (none: its defaults)."""
-        name = scorer_name(item, self.default, self.override)
+        return self.named(scorer_name(item, self.default, self.override), args)
+
+    def named(self, name: str, args: Mapping[str, Any] | None = None) -> ResolvedScorer:
+        """Scorer `name`, whatever the item names (the eval's further `metrics`)."""
         key = f"{name}:{json.dumps(dict(args or {}), sort_keys=True)}"
         if key not in self._built:
             factory = self._get(name)
-            self._built[key] = ResolvedScorer(name, factory(**(args or {})), runs_inline(factory))
+            self._built[key] = ResolvedScorer(
+                name, factory(**(args or {})), runs_inline(factory), reads_trajectory(factory)
+            )
         return self._built[key]

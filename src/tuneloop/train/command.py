@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from tuneloop.config import SlicingConfig, TrainConfig
+from tuneloop.config import MergeConfig, SlicingConfig, TrainConfig
 from tuneloop.config.options import settings_options
 from tuneloop.errors import InputError, require_writable_dir
 
@@ -66,11 +66,14 @@ def train(
     typer.echo(f"adapter: {path}")
 
 
+@settings_options(MergeConfig, param="settings", skip=frozenset({"zero_adapter"}))
 def merge(
     base: Annotated[Path, Opt(help="Base model folder.")],
     out: Annotated[Path, Opt(help="Merged checkpoint folder.")],
     adapter: Annotated[Path | None, Opt(help="LoRA adapter folder.")] = None,
     zero_adapter: Annotated[bool, Opt(help="Control arm: base through the merge path.")] = False,
+    *,
+    settings: MergeConfig,
 ) -> None:
     """Merge a LoRA adapter into its base (standalone safetensors checkpoint + lineage)."""
     from tuneloop.train.merge import merge as run_merge
@@ -78,7 +81,7 @@ def merge(
     if (adapter is None) == (not zero_adapter):
         raise InputError("merge: give exactly one of --adapter PATH or --zero-adapter")
     require_writable_dir(out, "--out")
-    typer.echo(f"merged: {run_merge(base, adapter, out)}")
+    typer.echo(f"merged: {run_merge(base, adapter, out, min_change=settings.min_change)}")
 
 
 def doctor(

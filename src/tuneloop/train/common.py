@@ -2,8 +2,10 @@
 
 Deliberate choices: TRL/transformers' own tqdm bars, wandb and every other reporter are off
 (`report_to="none"`); tuneloop draws one rich bar and writes metrics.jsonl itself. On CPU the
-model trains in float32 (`use_cpu=True`, no bf16); on a GPU in bfloat16. Checkpoints are not
-saved mid-run (runs are short; a failed run is re-run), only the final adapter.
+model trains in float32 (`use_cpu=True`, no bf16); on a GPU in bfloat16. Checkpoints go to
+`<out>/checkpoints/<stage>/` only when `train.checkpoint.every` asks (checkpoints.py), and
+transformers' `logging_nan_inf_filter` is off: it would log a NaN loss as the running mean, and
+health.py must see it.
 """
 
 from __future__ import annotations
@@ -69,15 +71,22 @@ def lora_config(s: TrainSettings) -> Any:
     )
 
 
-def common_args(s: TrainSettings, out_dir: Path, steps: int) -> dict[str, Any]:
-    """Keyword arguments shared by every TRL config (SFTConfig, GRPOConfig, DPOConfig)."""
+def common_args(
+    s: TrainSettings, out_dir: Path, steps: int, stage: str = "train"
+) -> dict[str, Any]:
+    """Keyword arguments shared by every TRL config (SFTConfig, GRPOConfig, DPOConfig).
+
+    `stage` names the folder of this trainer's checkpoints (`sft`, `sft_warmup`, `grpo`, …).
+    """
+    from tuneloop.train.checkpoints import checkpoint_args, stage_dir
+
     gpu = on_gpu()
     if s.torch_threads:
         import torch
 
         torch.set_num_threads(s.torch_threads)
     return {
-        "output_dir": str(out_dir),
+        "output_dir": str(stage_dir(out_dir, stage)),
         "max_steps": steps,
         "learning_rate": s.learning_rate,
         "lr_scheduler_type": s.lr_scheduler,
@@ -86,7 +95,8 @@ def common_args(s: TrainSettings, out_dir: Path, steps: int) -> dict[str, Any]:
         "seed": s.seed,
         "data_seed": s.seed,
         "logging_steps": 1,
-        "save_strategy": "no",
+        "logging_nan_inf_filter": False,
+        **checkpoint_args(s.checkpoint),
         "report_to": "none",
         "disable_tqdm": True,
         "use_cpu": not gpu,

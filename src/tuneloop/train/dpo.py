@@ -20,6 +20,7 @@ from tuneloop.train.common import (
     without_printer,
 )
 from tuneloop.train.data import Row, dpo_rows
+from tuneloop.train.health import fit
 from tuneloop.train.metrics import MetricsCallback
 from tuneloop.train.settings import TrainSettings
 
@@ -30,7 +31,7 @@ def train_dpo(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw
     from trl import DPOConfig, DPOTrainer
 
     args = DPOConfig(
-        **common_args(s, out_dir, s.steps),
+        **common_args(s, out_dir, s.steps, "dpo"),
         per_device_train_batch_size=per_device(s.batch_size, kw.get("nproc", 1), "batch_size"),
         beta=s.dpo_beta,
         max_length=s.max_length,
@@ -48,5 +49,4 @@ def train_dpo(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw
             callbacks=[metrics],
         )
     )
-    trainer.train()
-    return trainer
+    return fit(trainer, s, "dpo")

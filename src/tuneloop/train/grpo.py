@@ -8,6 +8,11 @@ per step; TRL's per-device batch counts completions, so it is batch_size × grou
 With `sft_warmup_steps > 0` the same LoRA adapter is first trained by SFT on the references
 (see sft.py), then GRPO continues from it: a tiny base model that never answers correctly
 yields groups with zero reward spread and so no GRPO signal at all.
+
+The objective menu (`grpo.loss_type`) only names TRL's own losses: `gspo` is TRL's `grpo` loss
+with `importance_sampling_level="sequence"` (Zheng et al. 2025, GSPO). With one update per
+generation (TRL's default `num_iterations=1`) every ratio is 1 and GSPO's gradient equals
+`grpo`'s; they part once samples are reused (`extra: {num_iterations: 2}`).
 """
 
 from __future__ import annotations
@@ -24,75 +29,105 @@ from tuneloop.train.common import (
     without_printer,
 )
 from tuneloop.train.data import Row, grpo_rows, sft_rows
+from tuneloop.train.health import fit
 from tuneloop.train.metrics import MetricsCallback
 from tuneloop.train.rewards import scorer_reward
 from tuneloop.train.settings import TrainSettings
 
+OBJECTIVES = {
+    "grpo": ("grpo", "token"),
+    "dr_grpo": ("dr_grpo", "token"),
+    "dapo": ("dapo", "token"),
+    "bnpo": ("bnpo", "token"),
+    "gspo": ("grpo", "sequence"),
+}
+"""`grpo.loss_type` → TRL's (`loss_type`, `importance_sampling_level`)."""
 
-def grpo_config(s: TrainSettings, out_dir: Path, nproc: int) -> Any:
+
+def grpo_config(s: TrainSettings, out_dir: Path, nproc: int, stage: str = "grpo") -> Any:
     from trl import GRPOConfig
 
     completions = per_device(s.batch_size * s.grpo.group_size, nproc, "batch_size × group_size")
+    loss_type, level = OBJECTIVES[s.grpo.loss_type]
     return GRPOConfig(
-        **common_args(s, out_dir, s.steps),
+        **common_args(s, out_dir, s.steps, stage),
         per_device_train_batch_size=completions,
         num_generations=s.grpo.group_size,
         max_completion_length=s.grpo.max_completion_length,
         temperature=s.grpo.temperature,
         beta=s.grpo.beta,
-        loss_type=s.grpo.loss_type,
+        loss_type=loss_type,
+        importance_sampling_level=level,
         log_completions=False,
     )
+
+
+def grpo_trainer_args(
+    model: Any, tokenizer: Any, rows: list[dict[str, Any]], s: TrainSettings, **kw: Any
+) -> dict[str, Any]:
+    """GRPOTrainer's keyword arguments (kw: out_dir, nproc, default_scorer, callbacks, peft,
+    stage: the checkpoint folder's name, default `grpo`)."""
+    from datasets import Dataset
+
+    return {
+        "model": model,
+        "reward_funcs": [scorer_reward(s.grpo.scorer, kw["default_scorer"])],
+        "args": grpo_config(s, kw["out_dir"], kw["nproc"], kw.get("stage", "grpo")),
+        "train_dataset": Dataset.from_list(rows),
+        "processing_class": tokenizer,
+        "callbacks": kw.get("callbacks") or [],
+        "peft_config": lora_config(s) if kw.get("peft", True) else None,
+    }
 
 
 def build_grpo_trainer(
     model: Any, tokenizer: Any, rows: list[dict[str, Any]], s: TrainSettings, **kw: Any
 ) -> Any:
     """A configured GRPOTrainer (kw: out_dir, nproc, default_scorer, callbacks, peft)."""
-    from datasets import Dataset
     from trl import GRPOTrainer
 
-    return without_printer(
-        GRPOTrainer(
-            model=model,
-            reward_funcs=[scorer_reward(s.grpo.scorer, kw["default_scorer"])],
-            args=grpo_config(s, kw["out_dir"], kw["nproc"]),
-            train_dataset=Dataset.from_list(rows),
-            processing_class=tokenizer,
-            callbacks=kw.get("callbacks") or [],
-            peft_config=lora_config(s) if kw.get("peft", True) else None,
-        )
-    )
+    return without_printer(GRPOTrainer(**grpo_trainer_args(model, tokenizer, rows, s, **kw)))
 
 
-def train_grpo(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw: Any) -> Any:
-    """Train a LoRA adapter with GRPO (after an optional SFT warm-up); return the trainer."""
+def warm_started(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw: Any) -> Any:
+    """(model, tokenizer, peft): the base, or the base after the SFT warm-up (peft False then:
+    the model already carries the adapter GRPO continues)."""
     from tuneloop.train.sft import build_sft_trainer
 
     tokenizer = load_tokenizer(base)
     model: Any = load_model(base)
-    metrics = Path(out_dir) / "metrics.jsonl"
-    progress = kw.get("progress", True)
-    peft = True
-    if s.sft_warmup_steps > 0:
-        warm_settings = s.model_copy(
-            update={
-                "batch_size": s.sft_warmup_batch_size or s.batch_size,
-                "learning_rate": s.sft_warmup_learning_rate or s.learning_rate,
-            }
-        )
-        warm = build_sft_trainer(
-            model,
-            tokenizer,
-            sft_rows(rows),
-            warm_settings,
-            out_dir=out_dir,
-            nproc=kw.get("nproc", 1),
-            steps=s.sft_warmup_steps,
-            callbacks=[MetricsCallback(metrics, phase="sft_warmup", progress=progress)],
-        )
-        warm.train()
-        model, peft = warm.model, False
+    if s.sft_warmup_steps <= 0:
+        return model, tokenizer, True
+    warm_settings = s.model_copy(
+        update={
+            "batch_size": s.sft_warmup_batch_size or s.batch_size,
+            "learning_rate": s.sft_warmup_learning_rate or s.learning_rate,
+        }
+    )
+    warm = build_sft_trainer(
+        model,
+        tokenizer,
+        sft_rows(rows),
+        warm_settings,
+        out_dir=out_dir,
+        nproc=kw.get("nproc", 1),
+        steps=s.sft_warmup_steps,
+        stage="sft_warmup",
+        callbacks=[
+            MetricsCallback(
+                Path(out_dir) / "metrics.jsonl",
+                phase="sft_warmup",
+                progress=kw.get("progress", True),
+            )
+        ],
+    )
+    fit(warm, s, "sft_warmup")
+    return warm.model, tokenizer, False
+
+
+def train_grpo(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw: Any) -> Any:
+    """Train a LoRA adapter with GRPO (after an optional SFT warm-up); return the trainer."""
+    model, tokenizer, peft = warm_started(base, rows, out_dir, s, **kw)
     trainer = build_grpo_trainer(
         model,
         tokenizer,
@@ -102,7 +137,10 @@ def train_grpo(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **k
         nproc=kw.get("nproc", 1),
         default_scorer=kw.get("default_scorer", "numeric"),
         peft=peft,
-        callbacks=[MetricsCallback(metrics, phase="grpo", progress=progress)],
+        callbacks=[
+            MetricsCallback(
+                Path(out_dir) / "metrics.jsonl", phase="grpo", progress=kw.get("progress", True)
+            )
+        ],
     )
-    trainer.train()
-    return trainer
+    return fit(trainer, s, "grpo")

@@ -7,6 +7,13 @@ training). The output holds weights, tokenizer, and a generation config that sto
 chat template's end-of-turn token, plus `lineage.json` (base and adapter hashes). If the output
 already exists with the same lineage, nothing is done; the new checkpoint is written to a temp
 folder and renamed, so a crash never leaves a half-written model.
+
+Before the rename, the merged weights are compared with the base's, tensor by tensor from the
+safetensors files: the largest absolute difference goes into `lineage.json`, and a merge whose
+difference is not above `merge.min_change` fails (exit 3). That catches an adapter that never
+moved (zero steps, a learning rate too small) and one lost to rounding when merged into
+bfloat16 weights; M1 = M0 would make the gate compare a model with itself. The zero-adapter
+control is measured (it should be 0: the merge path is lossless) but not held to the bar.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.records import Record, read_record, sha256_tree, write_record
 from tuneloop.train.chat import end_of_turn_id, with_stop_token
 from tuneloop.train.settings import TrainRunRecord
@@ -29,7 +36,8 @@ class Lineage(Record):
     """`lineage.json`: which base and which adapter a merged checkpoint came from."""
 
     KIND = "lineage"
-    VERSION = 1
+    VERSION = 2
+    """v2: `max_abs_diff` and `max_diff_tensor` (the merged weights against the base's)."""
 
     base: str
     """Path of the base checkpoint."""
@@ -41,6 +49,11 @@ class Lineage(Record):
     """sha256 over the adapter folder; None for the zero-adapter control."""
     end_of_turn_token_id: int | None = None
     """The chat end-of-turn token the generation config was made to stop on."""
+    max_abs_diff: float | None = None
+    """Largest absolute difference between a merged weight and the base's; None when not
+    measured (a base without safetensors weights)."""
+    max_diff_tensor: str | None = None
+    """The tensor where `max_abs_diff` was found."""
 
 
 def lineage_for(base: Path, adapter: Path | None) -> Lineage:
@@ -75,8 +88,11 @@ def check_inputs(base: Path, adapter: Path | None) -> None:
             )
 
 
-def merge(base: Path, adapter: Path | None, out_dir: Path) -> Path:
-    """Write base (+ adapter, merged) to `out_dir`; skip if it already holds this lineage."""
+def merge(base: Path, adapter: Path | None, out_dir: Path, *, min_change: float = 0.0) -> Path:
+    """Write base (+ adapter, merged) to `out_dir`; skip if it already holds this lineage.
+
+    PhaseFailed when an adapter's merged weights differ from the base by `min_change` or less.
+    """
     base, out_dir = Path(base), Path(out_dir)
     adapter = Path(adapter) if adapter is not None else None
     check_inputs(base, adapter)
@@ -91,7 +107,11 @@ def merge(base: Path, adapter: Path | None, out_dir: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
     try:
         eot = write_merged(base, adapter, tmp)
-        write_record(tmp / LINEAGE_FILE, lineage.model_copy(update={"end_of_turn_token_id": eot}))
+        diff, where = weight_change(base, tmp)
+        if adapter is not None:
+            check_change(adapter, diff, where, min_change)
+        update = {"end_of_turn_token_id": eot, "max_abs_diff": diff, "max_diff_tensor": where}
+        write_record(tmp / LINEAGE_FILE, lineage.model_copy(update=update))
         os.replace(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -119,3 +139,53 @@ def write_merged(base: Path, adapter: Path | None, out: Path) -> int | None:
     tokenizer.save_pretrained(str(out))
     model.generation_config.save_pretrained(str(out))
     return eot
+
+
+def weight_change(base: Path, merged: Path) -> tuple[float | None, str | None]:
+    """(largest |merged − base| over all tensors, where), streamed one tensor at a time.
+
+    (None, None) when either side has no safetensors weights (not measured)."""
+    import sys
+    from contextlib import ExitStack
+
+    from safetensors import safe_open
+
+    from tuneloop.train.doctor import weight_files
+
+    base_files, problems = weight_files(base)
+    merged_files, merged_problems = weight_files(merged)
+    if problems or merged_problems or not base_files:
+        why = "; ".join([*problems, *merged_problems]) or "no safetensors weights"
+        print(f"merge: weight change not measured ({why})", file=sys.stderr)
+        return None, None
+    best, where = 0.0, None
+    with ExitStack() as stack:
+        handles = {
+            f: stack.enter_context(safe_open(str(base / f), framework="pt"))
+            for f in set(base_files.values())
+        }
+        for fname in sorted(set(merged_files.values())):
+            fm = stack.enter_context(safe_open(str(merged / fname), framework="pt"))
+            for name in fm.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
+                if name not in base_files:
+                    continue
+                new = fm.get_tensor(name).float()
+                old = handles[base_files[name]].get_tensor(name).float()
+                if new.shape != old.shape:
+                    return float("inf"), name
+                diff = float((new - old).abs().max()) if new.numel() else 0.0
+                if where is None or diff > best:
+                    best, where = diff, name
+    return best, where
+
+
+def check_change(adapter: Path, diff: float | None, where: str | None, min_change: float) -> None:
+    """PhaseFailed when the merged weights are the base's within `min_change`."""
+    if diff is None or diff > min_change:
+        return
+    raise PhaseFailed(
+        f"merge: the merged weights equal the base's within merge.min_change = {min_change:g} "
+        f"(largest |difference| {diff:.3g}, at {where}): the adapter {adapter} changes nothing "
+        "— trained no step, a learning rate too small, or its update lost to rounding in a "
+        "low-precision base"
+    )

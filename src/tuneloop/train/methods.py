@@ -26,6 +26,13 @@ def grpo(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw: Any
     _save(train_grpo(base, rows, out_dir, s, **kw), out_dir)
 
 
+@trainers.register("composite")
+def composite(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw: Any) -> None:
+    from tuneloop.train.composite import train_composite
+
+    _save(train_composite(base, rows, out_dir, s, **kw), out_dir)
+
+
 @trainers.register("sft")
 def sft(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw: Any) -> None:
     from tuneloop.train.sft import train_sft

@@ -6,24 +6,26 @@ groups whose rewards were all equal and so carry no learning signal — `kl`,
 `learning_rate`, `step_time_s`) and keeps every other numeric value under its original key.
 Only the main process writes and draws, so a torchrun job has one log and one bar.
 
-It also warns, once, when GRPO's reward has collapsed: every group scored 0 for
-`COLLAPSE_WINDOW` logged steps in a row. Nothing can be learned from there on (no group has a
-reward spread) and the run will not recover. Measured on the arith demo at lr 2e-3: the reward
-hit 0 by step ~90, this warning fired at step 112 of 190, and the merged model answered 0.3% of
-the suite; at lr 5e-4 it never fired. Training still finishes (the gate judges the model), but
-the user hears it while it runs, not after.
+`collapse_warning` says when GRPO has collapsed: for `COLLAPSE_WINDOW` logged steps in a row,
+every group's rewards were equal (TRL's `frac_reward_zero_std`) at a mean reward of 0 — no
+group has a spread, nothing can be learned and the run will not recover — or, when bounds are
+set, the KL to the reference stayed above one or the completions' entropy below one. Measured
+on the arith demo at lr 2e-3: the reward hit 0 by step ~90, the warning fired at step 112 of
+190, and the merged model answered 0.3% of the suite; at lr 5e-4 it never fired.
+`health.HealthCallback` prints it once, or aborts the run (`train.health.on_collapse`).
 """
 
 from __future__ import annotations
 
-import sys
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
+from tuneloop.config.health import HealthConfig
 from tuneloop.records import append_jsonl
 
 RENAMES = {
@@ -36,21 +38,50 @@ RENAMES = {
 }
 
 
-COLLAPSE_WINDOW = 10
-"""Logged steps in a row with zero reward in every group before `collapse_warning` fires."""
+COLLAPSE_WINDOW = HealthConfig().collapse_window
+"""Logged steps in a row that must show a collapse signal (`train.health.collapse_window`)."""
 
 
-def collapse_warning(rows: Sequence[dict[str, Any]], window: int = COLLAPSE_WINDOW) -> str | None:
-    """Pure: a warning when the last `window` rows all had reward 0 with no spread, else None."""
+def collapse_warning(
+    rows: Sequence[dict[str, Any]],
+    window: int = COLLAPSE_WINDOW,
+    *,
+    zero_std_fraction: float = 1.0,
+    reward_floor: float = 0.0,
+    max_kl: float | None = None,
+    min_entropy: float | None = None,
+) -> str | None:
+    """Pure: what collapsed over the last `window` GRPO rows (a signal in every row), or None.
+
+    Signals: `frac_zero_spread` ≥ `zero_std_fraction` with `reward_mean` ≤ `reward_floor`;
+    `kl` > `max_kl`; `entropy` < `min_entropy` (a bound of None is off; a row without the
+    value does not show the signal).
+    """
     recent = [r for r in rows if "reward_mean" in r][-window:]
     if len(recent) < window:
         return None
-    if any(r["reward_mean"] != 0 or r.get("frac_zero_spread", 1.0) != 1.0 for r in recent):
+    signals: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
+        (
+            f"reward ≤ {reward_floor:g} with equal rewards in ≥ {zero_std_fraction:.0%} of groups",
+            lambda r: (
+                r["reward_mean"] <= reward_floor
+                and r.get("frac_zero_spread", 1.0) >= zero_std_fraction
+            ),
+        )
+    ]
+    if max_kl is not None:
+        signals.append((f"KL > {max_kl:g}", lambda r: r.get("kl", -math.inf) > max_kl))
+    if min_entropy is not None:
+        signals.append(
+            (f"entropy < {min_entropy:g}", lambda r: r.get("entropy", math.inf) < min_entropy)
+        )
+    fired = [name for name, holds in signals if all(holds(r) for r in recent)]
+    if not fired:
         return None
     return (
-        f"warning: {recent[-1].get('phase', 'train')}: reward 0 in every group for the last "
-        f"{window} logged steps (through step {recent[-1]['step']}): the policy has likely "
-        "collapsed and nothing more can be learned; consider a lower learning rate"
+        f"{recent[-1].get('phase', 'train')}: {' and '.join(fired)} for the last {window} "
+        f"logged steps (through step {recent[-1]['step']}): the policy has likely collapsed "
+        "and nothing more can be learned; consider a lower learning rate"
     )
 
 
@@ -77,8 +108,6 @@ class MetricsCallback(TrainerCallback):  # type: ignore[misc]
         self._task: Any = None
         self._t0: float | None = None
         self._times: list[float] = []
-        self._rows: list[dict[str, Any]] = []
-        self._warned = False
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         if not (state.is_world_process_zero and self.progress_enabled):
@@ -111,11 +140,6 @@ class MetricsCallback(TrainerCallback):  # type: ignore[misc]
         self._times = []
         row = metrics_row(dict(logs), state.global_step, step_time, self.phase)
         append_jsonl(self.path, [row])
-        self._rows = [*self._rows[-COLLAPSE_WINDOW:], row]
-        warning = None if self._warned else collapse_warning(self._rows)
-        if warning is not None:
-            self._warned = True
-            print(warning, file=sys.stderr, flush=True)
         if self._progress is not None:
             info = " ".join(f"{k}={row[k]:.3g}" for k in ("loss", "reward_mean") if k in row)
             self._progress.update(self._task, info=info)

@@ -1,11 +1,18 @@
 """`train`: validate, check hygiene, train (in process or under torchrun), record, publish.
 
 Order: read and validate the data and refuse contamination *before* loading any model; train
-into a temporary folder beside `out_dir`; write `train_settings.json` (a versioned record with
-data sha256, base model hash and the contamination allowance); then rename the folder into
-place, so `out_dir` is either absent or a complete adapter. With `nproc > 1` the training
-itself runs in `python -m torch.distributed.run --nproc_per_node N -m tuneloop.train.worker`
-(gloo on CPU); everything else stays in this process.
+in `<out>.partial/` beside `out_dir`, which holds `train_settings.json` (a versioned record with
+data sha256, base model hash and the contamination allowance) from the start; then drop the
+checkpoints and rename the folder into place, so `out_dir` is either absent or a complete
+adapter. With `nproc > 1` the training itself runs in `python -m torch.distributed.run
+--nproc_per_node N -m tuneloop.train.worker` (gloo on CPU); everything else stays in this
+process.
+
+Resume (`train.checkpoint.every` > 0): a run that is killed or fails keeps `<out>.partial/` when
+it holds a checkpoint, and the same command resumes there, saying so on stderr. Deliberately,
+a re-run with other settings, data or base is refused rather than resumed or restarted: the
+error names what differs and the folder to remove. A re-run whose adapter is already in
+place returns it. `seconds` in the record counts only the last (resumed) segment.
 """
 
 from __future__ import annotations
@@ -15,18 +22,25 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from tuneloop.errors import InputError, PhaseFailed
-from tuneloop.records import sha256_file, sha256_tree, write_record
+from tuneloop.records import (
+    read_record,
+    read_record_if_exists,
+    sha256_file,
+    sha256_tree,
+    write_record,
+)
 from tuneloop.registry import trainers
+from tuneloop.train.checkpoints import CHECKPOINTS, any_checkpoint
 from tuneloop.train.common import quiet
 from tuneloop.train.data import read_rows
 from tuneloop.train.hygiene import check_contamination
 from tuneloop.train.settings import TrainRunRecord, TrainSettings
+from tuneloop.train.worker import WORKER_ERROR
 
 SETTINGS_FILE = "train_settings.json"
 
@@ -36,6 +50,17 @@ def check_base(base: Path) -> None:
         raise InputError(
             f"{base}: not a Hugging Face model folder (no config.json); expected the base "
             "checkpoint (`tuneloop merge` produces one from an adapter)"
+        )
+
+
+def check_pairs(settings: TrainSettings) -> None:
+    """Replay-DPO (composite, beta > 0) reads pairs; say so before a model is loaded."""
+    c = settings.composite
+    if settings.method == "composite" and c.beta > 0 and c.pairs is None:
+        raise InputError(
+            "train.composite.beta > 0 needs train.composite.pairs (--composite-pairs: a "
+            "preference JSONL; `tuneloop corpus build` writes preference.jsonl, `tuneloop "
+            "replay` dpo.jsonl)"
         )
 
 
@@ -57,45 +82,126 @@ def train(
     base, data, out_dir = Path(base), Path(data), Path(out_dir)
     method, nproc = settings.method, settings.nproc
     trainer_fn = trainers.get(method)
+    check_pairs(settings)
     check_base(base)
-    if out_dir.exists():
-        raise InputError(f"{out_dir}: already exists; choose a new --out or remove it")
     rows = read_rows(data)
     hits = check_contamination(rows, suite_paths, settings.allow_contamination)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+    record = run_record(base, data, settings, len(rows), hits, suite_paths)
+    if out_dir.exists():
+        return finished(out_dir, record)
+    work = partial_dir(out_dir)
+    start_or_resume(work, record)
     try:
         t0 = time.perf_counter()
         quiet()
         kw = {"nproc": nproc, "default_scorer": default_scorer, "progress": progress}
         if nproc > 1:
-            launch_workers(method, base, data, tmp, settings, nproc, kw)
+            launch_workers(method, base, data, work, settings, nproc, kw)
         else:
-            trainer_fn(base, rows, tmp, settings, **kw)
-        if not (tmp / "adapter_config.json").is_file():
+            trainer_fn(base, rows, work, settings, **kw)
+        if not (work / "adapter_config.json").is_file():
             raise PhaseFailed(f"training ({method}) finished without writing an adapter")
-        record = TrainRunRecord(
-            method=method,
-            settings=settings.model_dump(mode="json"),
-            base_model=str(base.resolve()),
-            base_model_sha256=sha256_tree(base),
-            data=str(data.resolve()),
-            data_sha256=sha256_file(data),
-            data_rows=len(rows),
-            allow_contamination=settings.allow_contamination,
-            contaminated_rows=hits,
-            suite_paths=[str(p) for p in suite_paths],
-            nproc=nproc,
-            versions=library_versions(),
-            seconds=round(time.perf_counter() - t0, 3),
-        )
-        write_record(tmp / SETTINGS_FILE, record)
-        shutil.rmtree(tmp / "trainer", ignore_errors=True)
-        os.replace(tmp, out_dir)
+        seconds = round(time.perf_counter() - t0, 3)
+        write_record(work / SETTINGS_FILE, record.model_copy(update={"seconds": seconds}))
+        shutil.rmtree(work / CHECKPOINTS, ignore_errors=True)
+        os.replace(work, out_dir)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        keep_or_remove(work)
         raise
     return out_dir
+
+
+def run_record(
+    base: Path,
+    data: Path,
+    settings: TrainSettings,
+    n_rows: int,
+    hits: list[str],
+    suite_paths: Sequence[Path],
+) -> TrainRunRecord:
+    """What this run is (written into the work folder before training, then completed)."""
+    return TrainRunRecord(
+        method=settings.method,
+        settings=settings.model_dump(mode="json"),
+        base_model=str(base.resolve()),
+        base_model_sha256=sha256_tree(base),
+        data=str(data.resolve()),
+        data_sha256=sha256_file(data),
+        data_rows=n_rows,
+        allow_contamination=settings.allow_contamination,
+        contaminated_rows=hits,
+        suite_paths=[str(p) for p in suite_paths],
+        nproc=settings.nproc,
+        versions=library_versions(),
+    )
+
+
+RESUME_IGNORES = frozenset({"checkpoint", "health", "torch_threads", "data"})
+"""Settings a resumed run may change: they do not change what is trained (the data is
+compared by its sha256)."""
+
+
+def run_differences(old: TrainRunRecord, new: TrainRunRecord) -> list[str]:
+    """Pure: what differs between two runs' identities (settings, data, base), by name."""
+    out = [
+        f"train.{k}"
+        for k in sorted(set(old.settings) | set(new.settings))
+        if k not in RESUME_IGNORES and old.settings.get(k) != new.settings.get(k)
+    ]
+    if old.data_sha256 != new.data_sha256:
+        out.append("data (sha256)")
+    if old.base_model_sha256 != new.base_model_sha256:
+        out.append("base model (sha256)")
+    return out
+
+
+def finished(out_dir: Path, record: TrainRunRecord) -> Path:
+    """`out_dir` when it already holds this run's adapter (a re-run); InputError otherwise."""
+    done = out_dir / SETTINGS_FILE
+    complete = (out_dir / "adapter_config.json").is_file() and done.is_file()
+    if complete and not run_differences(read_record(done, TrainRunRecord), record):
+        print(f"train: {out_dir} already holds this run's adapter", file=sys.stderr)
+        return out_dir
+    raise InputError(f"{out_dir}: already exists; choose a new --out or remove it")
+
+
+def partial_dir(out_dir: Path) -> Path:
+    """Where a run trains before its adapter is renamed into place (checkpoints live there)."""
+    return out_dir.with_name(f"{out_dir.name}.partial")
+
+
+def start_or_resume(work: Path, record: TrainRunRecord) -> None:
+    """Prepare `work`: resume a killed run's checkpoints there, or start it afresh.
+
+    A folder of another run (other settings, data or base) is refused, not replaced: its
+    checkpoints are a person's compute.
+    """
+    if work.exists() and any_checkpoint(work):
+        old = read_record_if_exists(work / SETTINGS_FILE, TrainRunRecord)
+        diff = ["its train_settings.json is missing"] if old is None else []
+        diff = diff or run_differences(old, record)  # type: ignore[arg-type]
+        if diff:
+            raise InputError(
+                f"{work}: holds checkpoints of a training run with other inputs "
+                f"({', '.join(diff)}); restore them to resume, or remove the folder to start over"
+            )
+        print(f"train: resuming the run in {work}", file=sys.stderr, flush=True)
+        return
+    shutil.rmtree(work, ignore_errors=True)  # nothing resumable: a run killed before step 1
+    work.mkdir(parents=True)
+    write_record(work / SETTINGS_FILE, record)
+
+
+def keep_or_remove(work: Path) -> None:
+    """After a failed or killed run: keep `work` when it holds a checkpoint, else remove it."""
+    if any_checkpoint(work):
+        print(
+            f"train: kept {work} (checkpoints); the same command resumes from the newest",
+            file=sys.stderr,
+            flush=True,
+        )
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def launch_workers(
@@ -125,6 +231,11 @@ def launch_workers(
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     proc = subprocess.run(cmd, env=env, check=False)
     spec_path.unlink(missing_ok=True)
+    error = tmp / WORKER_ERROR
+    if proc.returncode != 0 and error.is_file():
+        message = error.read_text(encoding="utf-8")
+        error.unlink()
+        raise PhaseFailed(message)
     if proc.returncode != 0:
         raise PhaseFailed(f"torchrun training exited with status {proc.returncode}: {cmd}")
 

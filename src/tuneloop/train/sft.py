@@ -26,6 +26,7 @@ from tuneloop.train.common import (
     without_printer,
 )
 from tuneloop.train.data import Row, sft_rows
+from tuneloop.train.health import fit
 from tuneloop.train.metrics import MetricsCallback
 from tuneloop.train.settings import TrainSettings
 
@@ -75,12 +76,12 @@ def tokenized_rows(tokenizer: Any, rows: list[dict[str, Any]], max_length: int) 
 def build_sft_trainer(
     model: Any, tokenizer: Any, rows: list[dict[str, Any]], s: TrainSettings, **kw: Any
 ) -> Any:
-    """A configured SFTTrainer (kw: out_dir, nproc, steps, callbacks)."""
+    """A configured SFTTrainer (kw: out_dir, nproc, steps, stage, callbacks)."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     args = SFTConfig(
-        **common_args(s, kw["out_dir"], kw.get("steps", s.steps)),
+        **common_args(s, kw["out_dir"], kw.get("steps", s.steps), kw.get("stage", "sft")),
         per_device_train_batch_size=per_device(s.batch_size, kw["nproc"], "batch_size"),
         max_length=s.max_length,
         packing=False,
@@ -112,5 +113,4 @@ def train_sft(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw
         nproc=kw.get("nproc", 1),
         callbacks=[metrics],
     )
-    trainer.train()
-    return trainer
+    return fit(trainer, s, "sft")

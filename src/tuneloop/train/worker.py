@@ -2,19 +2,28 @@
 
 Run: `python -m torch.distributed.run --nproc_per_node 2 -m tuneloop.train.worker SPEC.json`.
 Each rank reads the same spec, and TRL/accelerate pick up the process group from torchrun's
-environment (gloo on CPU). Only rank 0 writes metrics and the adapter.
+environment (gloo on CPU). Only rank 0 writes metrics and the adapter. A tuneloop error (a
+non-finite loss, an aborted collapse) is written by rank 0 to `worker_error.txt` in the output
+folder, which `launch_workers` raises again in the parent with its message, and the rank exits
+with the error's status.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
+from tuneloop.errors import TuneloopError
+from tuneloop.records import atomic_write_text
 from tuneloop.registry import trainers
 from tuneloop.train.common import quiet
 from tuneloop.train.data import read_rows
 from tuneloop.train.settings import TrainSettings
+
+WORKER_ERROR = "worker_error.txt"
+"""Rank 0's error message, for the parent process to raise again."""
 
 
 def settings_from_dict(d: dict) -> TrainSettings:
@@ -26,13 +35,20 @@ def main(argv: list[str] | None = None) -> None:
     spec = json.loads(Path(args[0]).read_text(encoding="utf-8"))
     quiet()
     fn = trainers.get(spec["method"])
-    fn(
-        Path(spec["base"]),
-        read_rows(Path(spec["data"])),
-        Path(spec["out_dir"]),
-        settings_from_dict(spec["settings"]),
-        **spec["kw"],
-    )
+    out_dir = Path(spec["out_dir"])
+    try:
+        fn(
+            Path(spec["base"]),
+            read_rows(Path(spec["data"])),
+            out_dir,
+            settings_from_dict(spec["settings"]),
+            **spec["kw"],
+        )
+    except TuneloopError as err:
+        if os.environ.get("RANK", "0") == "0":
+            atomic_write_text(out_dir / WORKER_ERROR, str(err))
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        sys.exit(err.exit_code)
 
 
 if __name__ == "__main__":

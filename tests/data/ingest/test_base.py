@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from tuneloop.data.ingest import ingest_files
 from tuneloop.data.ingest.base import Reject, run_ingester
-from tuneloop.data.trace import Message, Trace
+from tuneloop.records.trace import Message, Trace
 
 
 def test_a_line_no_plugin_claims_is_rejected_as_unaccounted(tmp_path):

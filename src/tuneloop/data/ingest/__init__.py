@@ -12,7 +12,7 @@ from typing import Any
 
 from tuneloop.data.ingest import claude_code, generic_jsonl, openai_chat  # noqa: F401  (registers)
 from tuneloop.data.ingest.base import IngestReport, Reject, run_ingester
-from tuneloop.data.trace import Trace
+from tuneloop.records.trace import Trace
 from tuneloop.registry import ingesters
 
 __all__ = ["IngestReport", "Reject", "ingest_files"]

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from tuneloop.data.trace import Trace
 from tuneloop.errors import InputError
+from tuneloop.records.trace import Trace
 
 Category = Literal["malformed", "unsupported", "dropped", "unaccounted"]
 EXCERPT_CHARS = 200

@@ -13,7 +13,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from tuneloop.data.trace import Message, ToolCall
+from tuneloop.records.trace import Message, ToolCall
 
 _ROLES = {
     "system": "system",

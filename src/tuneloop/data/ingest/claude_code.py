@@ -35,8 +35,8 @@ from typing import Any
 
 from tuneloop.data.ingest.base import Converter, Lines, Reject, check_options, excerpt
 from tuneloop.data.ingest.chat import content_text
-from tuneloop.data.trace import Message, ToolCall, Trace
 from tuneloop.errors import InputError
+from tuneloop.records.trace import Message, ToolCall, Trace
 from tuneloop.registry import ingesters
 
 Entry = tuple[int, dict[str, Any]]

@@ -23,6 +23,9 @@ Feedback is read from a top-level (or `metadata.`) `verdict`, `feedback`, `thumb
   Deliberately joined within one file only: ingest accounts for lines per file, so feedback
   whose exchange is in another file (a rotated `traffic-<n>.jsonl`) is a `dropped` reject
   that names the id, never silently lost — as is feedback for an id that appears nowhere.
+A verifiable answer is read from a top-level (or `metadata.`) `reference` or `answer` (a
+string or number, or an object `{answer, scorer, scorer_args}`), with `scorer` and
+`scorer_args` beside it; it becomes `Trace.reference` (a corpus build's GRPO prompt set).
 Text completions (`prompt` → `text`, no chat messages) are `unsupported` rejects.
 """
 
@@ -36,8 +39,9 @@ from pydantic import ValidationError
 
 from tuneloop.data.ingest.base import Converter, Lines, Reject, check_options, excerpt
 from tuneloop.data.ingest.chat import BadMessage, iso_time, to_messages
-from tuneloop.data.trace import Feedback, Message, Trace, normalize_feedback
+from tuneloop.data.trace import normalize_feedback
 from tuneloop.errors import InputError
+from tuneloop.records.trace import Feedback, Message, Reference, Trace
 from tuneloop.registry import ingesters
 
 TraceIndex = dict[str, list[Trace]]
@@ -58,6 +62,34 @@ def find_feedback(obj: dict[str, Any]) -> Feedback | None:
                 fb = normalize_feedback({key: value} if key == "rating" else value)
                 if fb is not None:
                     return fb
+    return None
+
+
+def find_reference(obj: dict[str, Any]) -> Reference | None:
+    """The verifiable answer logged at the top level or under `metadata`; BadMessage when a
+    field is there but of the wrong shape (a reject naming it, never a silent loss)."""
+    meta = obj.get("metadata")
+    for holder in [obj, meta] if isinstance(meta, dict) else [obj]:
+        for key in ("reference", "answer"):
+            value = holder.get(key)
+            if value is None:
+                continue
+            fields = value if isinstance(value, dict) else {"answer": value}
+            fields = {
+                "scorer": holder.get("scorer"),
+                "scorer_args": holder.get("scorer_args") or {},
+                **fields,
+            }
+            if isinstance(fields.get("answer"), (int, float)) and not isinstance(
+                fields["answer"], bool
+            ):
+                fields["answer"] = str(fields["answer"])
+            try:
+                return Reference.model_validate(fields)
+            except ValidationError as err:
+                raise BadMessage(
+                    f"{key}: not a reference answer ({err.errors()[0]['msg']})"
+                ) from None
     return None
 
 
@@ -152,6 +184,7 @@ def _exchange(
             started_at=_first_time(obj) or iso_time(response.get("created")),
             ended_at=iso_time(response.get("created")),
             feedback=find_feedback(obj),
+            reference=find_reference(obj),
             metadata=_extras(request, choice),
         )
         by_id.setdefault(rid, []).append(trace)
@@ -180,6 +213,7 @@ def _conversation(file: str, lineno: int, obj: dict[str, Any]) -> Trace:
         model=obj.get("model") if isinstance(obj.get("model"), str) else None,
         started_at=_first_time(obj),
         feedback=find_feedback(obj),
+        reference=find_reference(obj),
         metadata={"tools": obj["tools"]} if obj.get("tools") else {},
     )
 

@@ -1,0 +1,296 @@
+"""Which data the train phase reads, and the loop's own decontamination of it.
+
+The corpus build writes one output per method: `sft.jsonl` (chat rows), `grpo.jsonl` (prompts
+with a reference answer and scorer) and `preference.jsonl` (pairs); the replay phase writes
+teacher-distilled rows and teacher pairs (`replay_sft`, `replay_dpo`, decontaminated copies in
+`replay/`). `data.output` names the one training reads; unset, it follows `train.method`
+(`METHOD_OUTPUTS`, first entry). A mismatch — DPO on chat rows, GRPO without references, a
+replay output without a replay — is refused by `tuneloop check` (`output_problems`), and an
+empty output by the phase that writes it, before anything is served.
+
+Suites named in the loop are always decontaminated against, whatever the corpus config
+lists: the data phase adds them to the build, and a directly given `train.data` is matched
+by the train phase with the same rule (`data.decontam_run.decontaminate_file`). Deliberately
+filtered, not refused: contaminated rows are left out of a copy the trainer reads
+(`train/data.decontaminated.jsonl`), and every removal is listed in
+`train/decontamination.json`; when nothing matches, the trainer reads the file itself. With
+`train.allow_contamination` the rows are kept and only listed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tuneloop.config import LoopConfig
+
+REPLAY_SFT, REPLAY_DPO = "sft.decontaminated.jsonl", "dpo.decontaminated.jsonl"
+OUTPUT_FILES = {
+    "sft": "sft.jsonl",
+    "grpo": "grpo.jsonl",
+    "preference": "preference.jsonl",
+    "replay_sft": REPLAY_SFT,
+    "replay_dpo": REPLAY_DPO,
+}
+METHOD_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "sft": ("sft", "grpo", "replay_sft"),  # grpo.jsonl: SFT on references
+    "grpo": ("grpo",),
+    "composite": ("grpo",),
+    "dpo": ("preference", "replay_dpo"),
+}
+"""The outputs each built-in method trains on; the first is the default."""
+WHY = {
+    "preference": "DPO trains on preference pairs (prompt, chosen, rejected)",
+    "grpo": "GRPO needs prompts with a reference answer to score against",
+    "sft": "SFT trains on conversations that end in an answer",
+}
+FILTERED, REPORT = "data.decontaminated.jsonl", "decontamination.json"
+
+
+def output_phase(output: str) -> str:
+    """The phase whose folder holds an output: `replay` for replay_*, else `data`."""
+    return "replay" if output.startswith("replay_") else "data"
+
+
+def loop_suites(cfg: LoopConfig) -> list[Path]:
+    """Every suite the loop names (what no training row may contain)."""
+    return [cfg.suite.path]
+
+
+def corpus_output(cfg: LoopConfig) -> str:
+    """The corpus output training reads: `data.output`, or the method's default."""
+    return cfg.data.output or METHOD_OUTPUTS.get(cfg.train.method, ("sft",))[0]
+
+
+def output_problems(cfg: LoopConfig) -> list[tuple[str, str]]:
+    """(key, message) for each way the chosen output cannot feed the training method."""
+    if cfg.train.data is not None:
+        if cfg.data.output is not None:
+            return [("data.output", "has no effect: train.data is given, not the corpus")]
+        return []
+    output, method = corpus_output(cfg), cfg.train.method
+    if output_phase(output) == "replay":
+        if cfg.replay.teachers is None:
+            return [
+                (
+                    "data.output",
+                    f"{output!r} is the replay phase's output, but there is no replay: set "
+                    "replay.teachers (a teachers file) or choose a corpus output",
+                )
+            ]
+    elif cfg.data.corpus is None:
+        return []
+    allowed = METHOD_OUTPUTS.get(method)
+    if allowed is not None and output not in allowed:
+        return [
+            (
+                "data.output",
+                f"{output!r} ({OUTPUT_FILES[output]}) does not feed train.method {method!r}: "
+                f"{WHY[allowed[0]]}; set data.output: {allowed[0]} or leave it unset",
+            )
+        ]
+    return _corpus_disabled(cfg, output) if output_phase(output) == "data" else []
+
+
+def replay_problems(cfg: LoopConfig) -> list[tuple[str, str]]:
+    """(key, message) for a `replay:` section the loop cannot run, or one whose pairs
+    composite training needs but cannot have."""
+    r, c = cfg.replay, cfg.train.composite
+    found = []
+    if r.teachers is None and r.model_fields_set - {"teachers"}:
+        keys = ", ".join(sorted(r.model_fields_set))
+        found.append(("replay.teachers", f"the replay phase needs a teachers file (set: {keys})"))
+    if r.teachers is not None and r.traces is None and cfg.data.corpus is None:
+        found.append(
+            (
+                "replay.traces",
+                "the replay phase has no traces: set replay.traces (a canonical traces JSONL, "
+                "`tuneloop ingest`) or data.corpus (the data phase writes traces.jsonl)",
+            )
+        )
+    composite = cfg.train.method == "composite" and not cfg.merge.zero_adapter
+    if composite and c.beta > 0 and c.pairs is None and r.teachers is None:
+        found.append(
+            (
+                "train.composite.pairs",
+                "train.composite.beta > 0 needs preference pairs: set train.composite.pairs, "
+                "or a replay: section (its dpo pairs are then the default)",
+            )
+        )
+    return found
+
+
+def replay_unused(cfg: LoopConfig) -> str | None:
+    """Why a configured replay feeds no training (a warning), or None."""
+    if cfg.replay.teachers is None or cfg.merge.zero_adapter:
+        return None
+    if cfg.train.data is None and output_phase(corpus_output(cfg)) == "replay":
+        return None
+    c = cfg.train.composite
+    if cfg.train.method == "composite" and c.beta > 0 and c.pairs is None:
+        return None
+    return (
+        "the replay phase runs, but training reads none of its outputs: set data.output: "
+        "replay_sft | replay_dpo, or train.method: composite with train.composite.beta > 0 "
+        "and train.composite.pairs unset"
+    )
+
+
+def composite_pairs(cfg: LoopConfig, upstream: dict[str, Path]) -> Path | None:
+    """The replay-DPO pairs composite training reads: train.composite.pairs, else the replay
+    phase's decontaminated pairs (when beta > 0 and a replay ran), else None."""
+    c = cfg.train.composite
+    if c.pairs is not None or c.beta == 0 or cfg.replay.teachers is None:
+        return c.pairs
+    return upstream["replay"] / REPLAY_DPO
+
+
+def _corpus_disabled(cfg: LoopConfig, output: str) -> list[tuple[str, str]]:
+    from tuneloop.data.corpus_config import load_corpus_config
+    from tuneloop.errors import InputError
+
+    assert cfg.data.corpus is not None
+    try:
+        corpus = load_corpus_config(cfg.data.corpus)
+    except InputError:
+        return []  # reported under data.corpus
+    off = {"preference": not corpus.preference.enabled, "grpo": not corpus.grpo.enabled}
+    if off.get(output):
+        section = "preference" if output == "preference" else "grpo"
+        return [
+            (
+                "data.output",
+                f"training reads {OUTPUT_FILES[output]}, but {cfg.data.corpus} sets "
+                f"{section}.enabled: false, so the corpus build never writes it",
+            )
+        ]
+    return []
+
+
+def corpus_file(cfg: LoopConfig, folder: Path) -> Path:
+    """The chosen output in the folder of the phase that writes it (`output_phase`);
+    PhaseFailed when it is missing or empty (with where its rows went)."""
+    from tuneloop.errors import PhaseFailed
+
+    output = corpus_output(cfg)
+    path = folder / OUTPUT_FILES[output]
+    if output_phase(output) == "replay" and (not path.is_file() or path.stat().st_size == 0):
+        raise PhaseFailed(
+            f"the replay wrote no rows to {path} (data.output: {output}), so train.method "
+            f"{cfg.train.method!r} has nothing to train on; see {folder / 'report.md'} for "
+            f"each teacher's pass rate and {folder / REPORT} for rows removed as contaminated"
+        )
+    if not path.is_file() or path.stat().st_size == 0:
+        raise PhaseFailed(
+            f"the corpus build wrote no {OUTPUT_FILES[output]} (data.output: {output}), so "
+            f"train.method {cfg.train.method!r} has nothing to train on; see "
+            f"{folder / 'provenance.json'} for where the rows went"
+            + (
+                ""
+                if output != "grpo"
+                else " (GRPO prompts need traces with a reference, a "
+                "correction, or grpo.accept_min_score)"
+            )
+        )
+    return path
+
+
+def decontaminated_train_data(cfg: LoopConfig, folder: Path) -> Path:
+    """A directly given train.data, matched against the loop's suites (module docstring)."""
+    from tuneloop.data.decontam_run import decontaminate_file, without_lines
+    from tuneloop.data.files import json_bytes, write_files
+
+    assert cfg.train.data is not None
+    found = decontaminate_file(cfg.train.data, loop_suites(cfg))
+    keep = cfg.train.allow_contamination
+    report: dict[str, Any] = {
+        "data": str(cfg.train.data),
+        "suites": [str(s.path) for s in found.suites],
+        "rows": found.rows,
+        "contaminated": len(found.removed),
+        "kept_by_allow_contamination": keep,
+        "removed": [
+            {"line": line, "matches": [{"rule": r, "items": ids} for r, ids in why]}
+            for line, why in sorted(found.removed.items())
+        ],
+    }
+    files = {folder / REPORT: json_bytes(report)}
+    data = cfg.train.data
+    if found.removed and not keep:
+        data = folder / FILTERED
+        files[data] = without_lines(cfg.train.data, set(found.removed))
+    write_files(files)
+    return data
+
+
+def trained_file(
+    cfg: LoopConfig, upstream: dict[str, Path], given_sha256: str | None
+) -> tuple[Path, str | None]:
+    """The file the train phase trained on, with its sha256 as already recorded: the runner's
+    hash of a directly given train.data (`given_sha256`) or the corpus build's provenance
+    (which hashes every output). A filtered copy is named with its own hash."""
+    from tuneloop.records import CorpusProvenance, read_record_if_exists, sha256_file
+
+    if cfg.train.data is not None:
+        copy = upstream["train"] / FILTERED
+        return (copy, sha256_file(copy)) if copy.is_file() else (cfg.train.data, given_sha256)
+    output = corpus_output(cfg)
+    name = OUTPUT_FILES[output]
+    if output_phase(output) == "replay":
+        path = upstream["replay"] / name
+        return path, sha256_file(path) if path.is_file() else None
+    prov = read_record_if_exists(upstream["data"] / "provenance.json", CorpusProvenance)
+    return upstream["data"] / name, prov.outputs.get(name) if prov is not None else None
+
+
+def replay_traces(cfg: LoopConfig, upstream: dict[str, Path]) -> Path:
+    """What the replay phase replays: replay.traces, else the data phase's traces.jsonl."""
+    if cfg.replay.traces is not None:
+        return cfg.replay.traces
+    return upstream["data"] / "traces.jsonl"
+
+
+def replay_files(cfg: LoopConfig) -> dict[str, Path]:
+    """The replay phase's external inputs, hashed into its fingerprint: the teachers file,
+    the traces when given, the suite (decontamination) and every embedded teacher's folder
+    (a rebuilt teacher is a new replay)."""
+    from tuneloop.errors import InputError
+    from tuneloop.replay.teachers import load_teachers
+
+    assert cfg.replay.teachers is not None
+    files = {"teachers": cfg.replay.teachers, "suite": cfg.suite.path}
+    if cfg.replay.traces is not None:
+        files["traces"] = cfg.replay.traces
+    try:
+        teachers = load_teachers(cfg.replay.teachers, check_env=False).teachers
+    except InputError:
+        return files  # preflight reports it under replay.teachers
+    return files | {f"teacher:{t.name}": t.embedded for t in teachers if t.embedded is not None}
+
+
+def decontaminate_replay(cfg: LoopConfig, folder: Path) -> dict[str, int]:
+    """Write the replay's rows and pairs without any that contain a suite item
+    (`REPLAY_SFT`, `REPLAY_DPO`; the rule of `decontaminated_train_data`), every removal
+    listed in `REPORT`; returns rows removed per file. The replayed traces are the data
+    phase's before its decontamination, or a file given directly: either may hold suite items."""
+    from tuneloop.data.decontam_run import decontaminate_file, without_lines
+    from tuneloop.data.files import json_bytes, write_files
+
+    files, report, removed = {}, {}, {}
+    for name, target in (("sft.jsonl", REPLAY_SFT), ("dpo.jsonl", REPLAY_DPO)):
+        found = decontaminate_file(folder / name, loop_suites(cfg))
+        files[folder / target] = without_lines(folder / name, set(found.removed))
+        removed[name] = len(found.removed)
+        report[name] = {
+            "rows": found.rows,
+            "contaminated": len(found.removed),
+            "written_to": target,
+            "removed": [
+                {"line": line, "matches": [{"rule": r, "items": ids} for r, ids in why]}
+                for line, why in sorted(found.removed.items())
+            ],
+        }
+    suites = [str(s) for s in loop_suites(cfg)]
+    files[folder / REPORT] = json_bytes({"suites": suites, "files": report})
+    write_files(files)
+    return removed

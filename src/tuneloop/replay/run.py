@@ -1,0 +1,257 @@
+"""The replay phase: every sampled assistant step to every teacher, scored, priced, selected.
+
+    from tuneloop.replay import replay
+    result = replay(Path("traces.jsonl"), Path("teachers.yaml"), Path("runs/replay"),
+                    ReplayConfig(sample_fraction=0.5, judge="exact"))
+
+or `tuneloop replay --traces traces.jsonl --teachers teachers.yaml --out runs/replay`.
+Writes into `out`: `calls.jsonl` (one `ReplayCall` per (trace, step, teacher), appended as each
+finishes: the resume log, `store.py`), `sft.jsonl` and `dpo.jsonl` (`select.py`; the shapes
+`tuneloop train --method sft|dpo` reads), `report.json` and `report.md` (`report.py`).
+
+Calls go through the eval's client (`tuneloop.client`): async, one request per (step,
+teacher) with its own seed, connection errors / timeouts / 429 / 5xx retried with backoff and
+never scored; a call still without an answer is a `missing` row — not a failure of the teacher
+— and is asked again by the next run. 401/403/404 stop the replay with the teacher's name
+(rows so far are kept). An embedded teacher (a local model folder) is served by the registered
+`embedded` backend for the run, only when it has calls left. Every verifier's scorer is looked
+up before any call, so a typo costs nothing. Deliberately, the outputs are rebuilt from the
+whole log at the end of every run, so a rerun of a finished replay calls nothing, pays nothing
+(`cost_usd_this_run` 0) and writes the same rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuneloop.client import EndpointRefused, OpenAIClient, RequestFailed
+from tuneloop.config.replay import ReplayConfig
+from tuneloop.envkeys import Redactor, read_api_key
+from tuneloop.errors import InputError
+from tuneloop.records.replay import ReplayCall, ReplayReport
+from tuneloop.registry import did_you_mean, scorers, serve_backends
+from tuneloop.replay.calls import (
+    Malformed,
+    answered_row,
+    malformed_row,
+    missing_row,
+    parse_answer,
+    response_text,
+    score_text,
+    scoring_item,
+)
+from tuneloop.replay.outputs import write_outputs
+from tuneloop.replay.plan import Step, build_request, plan_steps, read_traces, request_hash
+from tuneloop.replay.store import CALLS_FILE, CallId, CallWriter, load_calls
+from tuneloop.replay.teachers import Teacher, TeachersFile, load_teachers
+from tuneloop.scorers.resolve import ScorerResolver
+
+
+@dataclass(frozen=True)
+class Job:
+    """One (step, teacher) call with its request."""
+
+    step: Step
+    teacher: Teacher
+    payload: dict[str, Any]
+    id: CallId
+
+
+@dataclass
+class _Run:
+    settings: ReplayConfig
+    resolver: ScorerResolver
+    writer: CallWriter
+    new: dict[CallId, ReplayCall] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    report: ReplayReport
+    out_dir: Path
+
+
+def replay(
+    traces: Path, teachers_file: Path, out_dir: Path, settings: ReplayConfig
+) -> ReplayResult:
+    """Run (or resume) one replay into `out_dir`; see the module docstring."""
+    teachers = load_teachers(teachers_file)
+    keys = {
+        t.name: read_api_key(t.api_key_env, f"teachers.{t.name}.api_key_env")
+        for t in teachers.teachers
+    }
+    redactor = Redactor(tuple(keys.values()))
+    steps, available = plan_steps(
+        read_traces(traces),
+        fraction=settings.sample_fraction,
+        max_steps=settings.max_steps,
+        seed=settings.seed,
+        default_scorer=settings.default_scorer,
+        include_sidechains=settings.include_sidechains,
+    )
+    _check_scorers(steps, settings)
+    jobs = [_job(step, teacher, settings.seed) for step in steps for teacher in teachers.teachers]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    logged = load_calls(out_dir / CALLS_FILE)
+    todo = [j for j in jobs if j.id not in logged or logged[j.id].status == "missing"]
+    run = _Run(
+        settings,
+        ScorerResolver(settings.default_scorer),
+        CallWriter(out_dir / CALLS_FILE, redactor),
+    )
+    if todo:
+        with _endpoints(teachers, {j.teacher.name for j in todo}, out_dir) as endpoints:
+            asyncio.run(_call_all(run, todo, endpoints, keys))
+    calls = {j.id: run.new.get(j.id) or logged[j.id] for j in jobs}
+    originals = _score_originals(steps, run)
+    report = write_outputs(
+        out_dir,
+        redactor,
+        steps=steps,
+        teachers=teachers,
+        calls=calls,
+        new=set(run.new),
+        originals=originals,
+        settings=settings,
+        sources=(str(traces), str(teachers_file), available),
+    )
+    return ReplayResult(report, out_dir)
+
+
+def _job(step: Step, teacher: Teacher, seed: int) -> Job:
+    payload = build_request(step, teacher, teacher.requested_model(), seed)
+    return Job(
+        step, teacher, payload, (step.trace, step.index, teacher.name, request_hash(payload))
+    )
+
+
+def _check_scorers(steps: list[Step], settings: ReplayConfig) -> None:
+    """Every scorer a step names, and the judge, must be registered (before any call)."""
+    named = {str(s.verifier["scorer"]): s.key for s in steps if s.verifier is not None}
+    if settings.judge is not None:
+        named.setdefault(settings.judge, "replay.judge")
+    bad = [
+        f"{where}: unknown scorer {name!r}{did_you_mean(name, scorers.names())}"
+        for name, where in named.items()
+        if name not in scorers
+    ]
+    if bad:
+        raise InputError("\n".join(bad))
+
+
+@contextmanager
+def _endpoints(teachers: TeachersFile, needed: set[str], out_dir: Path) -> Iterator[dict[str, str]]:
+    """name → base URL of every teacher with calls left; embedded ones served meanwhile."""
+    with ExitStack() as stack:
+        urls = {}
+        for t in teachers.teachers:
+            if t.name not in needed:
+                continue
+            if t.endpoint is not None:
+                urls[t.name] = t.endpoint
+                continue
+            start = serve_backends.get("embedded")
+            endpoint = stack.enter_context(
+                start(
+                    t.embedded,
+                    host="127.0.0.1",
+                    port=0,
+                    startup_timeout_s=300.0,
+                    log_path=out_dir / f"teacher-{t.name}.log",
+                    options={},
+                )
+            )
+            urls[t.name] = endpoint.base_url
+        yield urls
+
+
+async def _call_all(
+    run: _Run, todo: list[Job], urls: dict[str, str], keys: dict[str, str | None]
+) -> None:
+    teachers = {j.teacher.name: j.teacher for j in todo}
+    async with AsyncExitStack() as stack:
+        clients = {}
+        for name, url in urls.items():
+            t = teachers[name]
+            clients[name] = await stack.enter_async_context(
+                OpenAIClient(
+                    url,
+                    api_key=keys[name],
+                    concurrency=run.settings.concurrency,
+                    timeout_s=t.timeout_s,
+                    max_retries=t.max_retries,
+                    backoff_s=t.backoff_s,
+                )
+            )
+        work = iter(todo)
+
+        async def worker() -> None:
+            for job in work:
+                row = await _one(run, clients[job.teacher.name], job)
+                run.new[job.id] = row
+                await run.writer.put(row)
+
+        n = min(run.settings.concurrency, len(todo))
+        tasks = [asyncio.ensure_future(worker()) for _ in range(n)]
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for task in done:
+            if task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+
+async def _one(run: _Run, client: OpenAIClient, job: Job) -> ReplayCall:
+    step, teacher = job.step, job.teacher
+    base = {
+        "trace": step.trace,
+        "step": step.index,
+        "teacher": teacher.name,
+        "model": teacher.requested_model(),
+        "request_hash": job.id[3],
+    }
+    item = scoring_item(step, run.settings.judge, run.settings.judge_args)
+    try:
+        body, latency_s = await client.request(job.payload, chat=True)
+    except RequestFailed as err:
+        return missing_row(base, str(err))
+    except EndpointRefused as err:
+        raise InputError(
+            f"teacher {teacher.name!r} refused the request: {err}. Check its endpoint, model "
+            "and api_key_env (calls so far are kept; rerun to resume)"
+        ) from None
+    try:
+        answer = parse_answer(body)
+    except Malformed as err:
+        return malformed_row(base, str(err), latency_s, item["scorer"] if item else None)
+    if item is None:
+        scored: dict[str, Any] = {"status": "unscored", "error": "no verifier and no judge"}
+    else:
+        scorer = run.resolver.resolve(item)
+        args = (scorer, item, response_text(answer.message), run.settings.pass_threshold)
+        scored = score_text(*args) if scorer.inline else await asyncio.to_thread(score_text, *args)
+    return answered_row(base, answer, teacher.price, latency_s, scored)
+
+
+def _score_originals(steps: list[Step], run: _Run) -> dict[str, bool | None]:
+    """step key → whether the trace's own response passed (None: not scored)."""
+    out: dict[str, bool | None] = {}
+    for step in steps:
+        item = scoring_item(step, run.settings.judge, run.settings.judge_args)
+        if item is None:
+            out[step.key] = None
+            continue
+        scored = score_text(
+            run.resolver.resolve(item),
+            item,
+            response_text(step.original),
+            run.settings.pass_threshold,
+        )
+        out[step.key] = scored.get("passed")
+    return out

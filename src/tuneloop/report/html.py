@@ -1,0 +1,90 @@
+"""report.html: one self-contained page per run (or per `tuneloop compare --html`).
+
+    tuneloop run loop.yaml                       # the capstone writes capstone/report.html
+    tuneloop compare PRE POST --out DIR --html DIR/report.html
+
+The page opens from disk with no network: CSS and the (vanilla) script that sorts and filters
+the flips table are inlined, the charts are inline SVG drawn by `report/svg.py`, and nothing
+references a URL, a font or a CDN. It is rendered by jinja2 with autoescaping on for every
+value, so model output, prompts and tag names are text, never markup (a completion containing
+`<script>` shows as those characters); the only values marked safe are the SVG charts, whose
+text `svg.py` escapes itself. What it shows is gathered in `report/page.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from tuneloop.config import LoopConfig
+from tuneloop.records import atomic_write_text
+from tuneloop.records.run import RunView
+from tuneloop.report.capstone import CapstoneInputs, VerdictView
+from tuneloop.report.page import Page, bar_json, compare_page, run_page
+from tuneloop.report.record import DeltaReport
+
+HTML_FILE = "report.html"
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _pp(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f}"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "n/a"
+    return f"{p:.3g}" if p >= 1e-4 else f"{p:.2e}"
+
+
+def _seconds(s: float | None) -> str:
+    return "—" if s is None else f"{s:.1f}"
+
+
+def _code(text: str | None) -> Any:
+    """Plain text with `backticked` spans set as code: escaped first, so still only text."""
+    from markupsafe import Markup, escape
+
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text or ""))))
+
+
+def _env() -> Any:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(code=_code, pct=_pct, pp=_pp, p=_p, seconds=_seconds, bar_json=bar_json)
+    return env
+
+
+def render_html(page: Page) -> str:
+    """The page's HTML text."""
+    from markupsafe import Markup
+
+    charts = [Markup(c.svg) for c in page.charts]  # svg.py escapes the text it places
+    training = [Markup(c.svg) for c in page.training]
+    return str(
+        _env().get_template("report.html.j2").render(page=page, charts=charts, training=training)
+    )
+
+
+def write_run_html(
+    out: Path, cfg: LoopConfig, run: RunView, inputs: CapstoneInputs, verdict: VerdictView | None
+) -> None:
+    """The capstone's report.html, written atomically to `out`."""
+    atomic_write_text(out, render_html(run_page(cfg, run, inputs, verdict)))
+
+
+def write_compare_html(out: Path, report: DeltaReport, pre_log: Path, post_log: Path) -> None:
+    """`tuneloop compare --html`: the comparison's report.html, written atomically to `out`."""
+    atomic_write_text(out, render_html(compare_page(report, pre_log, post_log)))

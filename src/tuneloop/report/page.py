@@ -1,0 +1,287 @@
+"""What report.html shows, gathered from the round's artifacts (read typed) into plain data.
+
+`run_page` is the capstone's page (every section); `compare_page` is `tuneloop compare
+--html`'s (two sample logs: no gate, training, corpus, timings or config, each said so).
+Like the capstone, this reads what the phases wrote and computes no statistic: the flips
+are laid out on the same score grid as the delta report (`report/flips.py`), the charts are
+drawn from the delta report's numbers and the training log's rows. `report/html.py` renders
+a `Page` through an autoescaping template.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuneloop.config import LoopConfig
+from tuneloop.provenance import stamp
+from tuneloop.records import canonical_json, read_record_if_exists, sha256_bytes
+from tuneloop.records.corpus import CorpusProvenance
+from tuneloop.records.run import RunView
+from tuneloop.records.train_metrics import METRICS_FILE, read_train_metrics
+from tuneloop.report import svg
+from tuneloop.report.capstone import CapstoneInputs, VerdictView
+from tuneloop.report.flips import Flips, read_flips
+from tuneloop.report.markdown import TRUNCATION_GAP
+from tuneloop.report.record import DeltaReport
+
+CURVES = ("loss", "reward_mean", "kl", "learning_rate", "mean_token_accuracy", "grad_norm")
+"""Training quantities drawn, in this order, when the log has them."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section's content, or why it is absent (`note`)."""
+
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class GateSection(Section):
+    decision: str = ""
+    """promote, reject, awaiting_approval; `off` / `not run` when there is no verdict."""
+    verdict: VerdictView | None = None
+
+
+@dataclass(frozen=True)
+class FinishRow:
+    arm: str
+    counts: list[int]
+    shares: list[float]
+    length_share: float | None
+
+
+@dataclass(frozen=True)
+class Chart:
+    title: str
+    svg: str
+
+
+@dataclass(frozen=True)
+class Timing:
+    phase: str
+    status: str
+    seconds: float | None
+
+
+@dataclass
+class Page:
+    """Everything report.html shows; a section left None is absent with a note."""
+
+    title: str
+    subtitle: str
+    gate: GateSection
+    delta: DeltaReport | None = None
+    delta_note: str | None = None
+    charts: list[Chart] = field(default_factory=list)
+    """Forest plot and pass@k."""
+    finish_reasons: list[str] = field(default_factory=list)
+    finish_rows: list[FinishRow] = field(default_factory=list)
+    finish_warning: str | None = None
+    flips: Flips | None = None
+    flips_note: str | None = None
+    training: list[Chart] = field(default_factory=list)
+    training_note: str | None = None
+    corpus: CorpusProvenance | None = None
+    corpus_note: str | None = None
+    timings: list[Timing] = field(default_factory=list)
+    timings_note: str | None = None
+    config_json: str | None = None
+    config_sha256: str | None = None
+    config_note: str | None = None
+    manifest_note: str = ""
+    machine: dict[str, Any] = field(default_factory=stamp)
+
+
+def delta_charts(d: DeltaReport) -> list[Chart]:
+    """The forest plot (overall Δ, then each tag) and the pass@k curves with bands."""
+    conf = f"{d.settings.confidence:.0%}"
+    rows = [svg.ForestRow(f"all items (n={d.n_items})", d.delta, *d.delta_ci, bold=True)]
+    rows += [svg.ForestRow(f"{t.tag} (n={t.n_items})", t.delta, *t.delta_ci) for t in d.per_tag]
+    pk = d.passk
+    k = [float(x) for x in pk.k]
+    curves = [
+        svg.Series(name, k, band.value, band.low, band.high)
+        for name, band in (("pre", pk.pre), ("post", pk.post))
+    ]
+    charts = [
+        Chart(
+            f"Paired Δ (post − pre) with {conf} bootstrap CIs, overall and per tag",
+            svg.forest(rows),
+        ),
+    ]
+    if len(k) > 1:  # with one sample per item pass@k is pass@1, the mean score above
+        charts.append(
+            Chart(
+                f"pass@k (unbiased, Chen et al. 2021) with {conf} bands; a sample is correct "
+                f"at score ≥ {pk.correct_threshold:g}",
+                svg.lines(curves, x_label="k", y_label="pass@k", y_range=(0.0, 1.0)),
+            )
+        )
+    return charts
+
+
+def _finish(page: Page, d: DeltaReport) -> None:
+    reasons = sorted(set(d.pre.finish_reasons) | set(d.post.finish_reasons))
+    page.finish_reasons = reasons
+    for name, arm in (("pre", d.pre), ("post", d.post)):
+        counts = [arm.finish_reasons.get(r, 0) for r in reasons]
+        total = sum(counts) or 1
+        page.finish_rows.append(
+            FinishRow(name, counts, [c / total for c in counts], arm.length_share)
+        )
+    a, b = d.pre.length_share, d.post.length_share
+    if a is not None and b is not None and abs(a - b) > TRUNCATION_GAP:
+        page.finish_warning = (
+            f"{a:.1%} of pre and {b:.1%} of post completions hit max_tokens: part of Δ may "
+            "come from where decoding stopped rather than from training."
+        )
+
+
+def _with_delta(
+    page: Page, d: DeltaReport | None, flips: tuple[Path, Path, Sequence[str] | None] | None
+) -> None:
+    if d is None:
+        return
+    page.delta = d
+    page.charts = delta_charts(d)
+    _finish(page, d)
+    if flips is None:
+        page.flips_note = "not measured: the delta report does not name its sample logs"
+        return
+    pre, post, items = flips
+    if not (pre.exists() and post.exists()):
+        page.flips_note = f"not measured: the sample logs `{pre}`, `{post}` are not here"
+        return
+    page.flips = read_flips(pre, post, items, d.flips.threshold, d.settings.scorer)
+    counted = d.flips.wrong_to_right + d.flips.right_to_wrong
+    if len(page.flips.rows) != counted:
+        page.flips_note = (
+            f"{len(page.flips.rows)} rows here but the delta report counted {counted} flips: "
+            "the logs have changed since the report was computed"
+        )
+
+
+def training_charts(path: Path) -> list[Chart]:
+    """One chart per quantity in CURVES that the training log has, against the step."""
+    rows = read_train_metrics(path)
+    charts = []
+    for name in CURVES:
+        by_phase: dict[str, tuple[list[float], list[float]]] = {}
+        for r in rows:
+            v = r.values().get(name)
+            if v is not None:
+                xs, ys = by_phase.setdefault(r.phase, ([], []))
+                xs.append(float(r.step))
+                ys.append(v)
+        if by_phase:
+            series = [svg.Series(phase, xs, ys) for phase, (xs, ys) in by_phase.items()]
+            chart = svg.lines(series, x_label="step", y_label=name, height=200)
+            charts.append(
+                Chart(f"{name} ({sum(len(x) for x, _ in by_phase.values())} points)", chart)
+            )
+    return charts
+
+
+def _gate(cfg: LoopConfig, verdict: VerdictView | None) -> GateSection:
+    if not cfg.gate.enabled:
+        return GateSection(
+            note="The gate is off (gate.enabled: false): no verdict.", decision="off"
+        )
+    if verdict is None:
+        return GateSection(note="The gate did not run: no verdict.", decision="not run")
+    return GateSection(decision=verdict.decision, verdict=verdict)
+
+
+def _timings(run: RunView, this_phase: str) -> list[Timing]:
+    return [
+        Timing(name, "writing this report" if name == this_phase else rec.status, rec.duration_s)
+        for name, rec in run.phases.items()
+    ]
+
+
+def _report_items(
+    evaluated: Sequence[str] | None, verdict: VerdictView | None
+) -> Sequence[str] | None:
+    """The report slice: every evaluated item except the gate slice the verdict consumed."""
+    if evaluated is None or verdict is None:
+        return evaluated
+    held = set(verdict.item_ids)
+    return [i for i in evaluated if i not in held]
+
+
+def run_page(
+    cfg: LoopConfig, run: RunView, inputs: CapstoneInputs, verdict: VerdictView | None
+) -> Page:
+    """The capstone's page: every section, each read from its artifact."""
+    from tuneloop.samplelog import EvalSummary
+
+    page = Page(
+        title=f"tuneloop run {run.run_id} — {cfg.name}",
+        subtitle=f"base model {cfg.base_model}; suite {cfg.suite.path}",
+        gate=_gate(cfg, verdict),
+    )
+    d = read_record_if_exists(inputs.delta, DeltaReport)
+    if d is None:
+        page.delta_note = f"not measured (no `{inputs.delta}`)"
+    pre = read_record_if_exists(inputs.pre_summary, EvalSummary)
+    logs = _logs(d)
+    items = _report_items(pre.item_ids if pre is not None else None, verdict)
+    _with_delta(page, d, (*logs, items) if logs is not None else None)
+    # the trainer contract: the adapter folder holds the adapter, metrics.jsonl and settings
+    metrics = inputs.train_settings.parent / METRICS_FILE
+    if cfg.merge.zero_adapter:
+        page.training_note = "no training: zero-adapter control arm"
+    elif metrics.exists():
+        page.training = training_charts(metrics)
+    else:
+        page.training_note = f"not measured (no `{metrics}`)"
+    page.corpus = read_record_if_exists(inputs.corpus_provenance, CorpusProvenance)
+    if page.corpus is None:
+        page.corpus_note = (
+            f"no corpus build in this round (no `{inputs.corpus_provenance}`); training data "
+            f"`{inputs.train_data}`"
+        )
+    page.timings = _timings(run, inputs.this_phase)
+    resolved = cfg.model_dump(mode="json")
+    page.config_json = json.dumps(resolved, indent=2, ensure_ascii=False)
+    page.config_sha256 = sha256_bytes(canonical_json(resolved).encode())
+    page.manifest_note = (
+        "The archive phase runs after this report and writes the manifest (every artifact's "
+        "size and sha256, this file's included) under "
+        f"`{cfg.archive.root}`; `tuneloop archive verify DIR` re-hashes it."
+        if cfg.archive.enabled
+        else "No archive: archive.enabled is false."
+    )
+    return page
+
+
+def _logs(d: DeltaReport | None) -> tuple[Path, Path] | None:
+    if d is None or d.pre.log is None or d.post.log is None:
+        return None
+    return Path(d.pre.log), Path(d.post.log)
+
+
+def compare_page(d: DeltaReport, pre_log: Path, post_log: Path) -> Page:
+    """`tuneloop compare --html`: the comparison of two logs, without a round around it."""
+    absent = "not part of `tuneloop compare` (a loop run's report.html has it)"
+    page = Page(
+        title=f"tuneloop compare — {d.pre.model} → {d.post.model}",
+        subtitle=f"pre `{pre_log}`, post `{post_log}`",
+        gate=GateSection(note=f"No verdict: {absent}; `tuneloop gate` decides.", decision="none"),
+        training_note=absent,
+        corpus_note=absent,
+        timings_note=absent,
+        config_note=absent,
+        manifest_note="No manifest: two sample logs compared outside a run.",
+    )
+    _with_delta(page, d, (pre_log, post_log, None))
+    return page
+
+
+def bar_json(bar: Mapping[str, Any]) -> str:
+    """The pre-registered bar as one line of JSON."""
+    return json.dumps(dict(bar), ensure_ascii=False)

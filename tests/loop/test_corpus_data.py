@@ -1,0 +1,152 @@
+"""The corpus in the loop: which output trains each method, and the loop's suites are always
+decontaminated against (the corpus build, and a directly given train.data)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tuneloop.config import LoopConfig, load_config
+from tuneloop.loop.adapters import run_train
+from tuneloop.loop.corpus_data import (
+    FILTERED,
+    REPORT,
+    corpus_output,
+    decontaminated_train_data,
+    output_problems,
+)
+from tuneloop.loop.runner import Runner, Selection
+
+from . import fakeloop
+from .test_preflight import project  # noqa: F401  (fixture)
+
+LEAK = "What is 7 + 1?"  # item q0007 of fakeloop's suite
+
+
+def _cfg(tmp_path: Path, corpus: str | None = "corpus.yaml", **sections: Any) -> LoopConfig:
+    raw: dict[str, Any] = {
+        "base_model": str(tmp_path / "m"),
+        "suite": {"path": str(fakeloop.write_suite(tmp_path / "suite.jsonl"))},
+        "workdir": str(tmp_path / "work"),
+        "data": {"corpus": str(tmp_path / corpus)} if corpus else {},
+    }
+    for key, value in sections.items():
+        raw[key] = {**raw.get(key, {}), **value}
+    (tmp_path / "corpus.yaml").write_text("sources: [{path: log.jsonl}]\n")
+    return LoopConfig.model_validate(raw)
+
+
+def test_the_output_follows_the_method(tmp_path: Path) -> None:
+    outputs = {m: corpus_output(_cfg(tmp_path, train={"method": m})) for m in ("sft", "dpo")}
+    assert outputs == {"sft": "sft", "dpo": "preference"}
+    assert corpus_output(_cfg(tmp_path, train={"method": "grpo"})) == "grpo"
+    assert output_problems(_cfg(tmp_path, train={"method": "sft"}, data={"output": "grpo"})) == []
+
+
+@pytest.mark.parametrize(
+    "train, data, corpus, words",
+    [
+        ({"method": "dpo"}, {"output": "sft"}, "", "does not feed train.method 'dpo'"),
+        ({"method": "grpo"}, {"output": "preference"}, "", "set data.output: grpo"),
+        ({"method": "dpo"}, {}, "preference: {enabled: false}\n", "never writes it"),
+        ({"method": "sft", "data": "t.jsonl"}, {"output": "sft"}, "", "has no effect"),
+    ],
+)
+def test_mismatches_are_refused_by_key(tmp_path, train, data, corpus, words) -> None:
+    cfg = _cfg(tmp_path, train=train, data=data)
+    (tmp_path / "corpus.yaml").write_text("sources: [{path: log.jsonl}]\n" + corpus)
+    ((key, message),) = output_problems(cfg)
+    assert key == "data.output" and words in message
+
+
+def _traffic(tmp_path: Path) -> None:
+    def line(i: int, q: str, a: str, verdict: str) -> dict[str, Any]:
+        choice = {"index": 0, "message": {"role": "assistant", "content": a}}
+        return {
+            "request": {"messages": [{"role": "user", "content": q}]},
+            "response": {"id": f"r{i}", "choices": [choice]},
+            "verdict": verdict,
+        }
+
+    lines = [
+        line(1, "What is 500 + 2?", "503", "down"),
+        line(2, "What is 500 + 2?", "502", "up"),
+        line(3, LEAK, "9", "down"),
+        {"type": "feedback", "completion_id": "r3", "correction": "8"},
+    ]
+    (tmp_path / "log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_a_dpo_loop_trains_on_the_corpus_preference_pairs(tmp_path, monkeypatch) -> None:
+    """The real data phase and train adapter; only `tuneloop.train.train` is a stand-in,
+    reading what it was handed the way DPO does."""
+    from tuneloop.train.data import dpo_rows, read_rows
+
+    _traffic(tmp_path)
+    (tmp_path / "corpus.yaml").write_text("sources: [{path: log.jsonl}]\n")  # names no suite
+    config = fakeloop.write_config(
+        tmp_path, data={"corpus": str(tmp_path / "corpus.yaml")}, train={"method": "dpo"}
+    )
+    seen: dict[str, Any] = {}
+
+    def fake_train(base: Path, data: Path, out_dir: Path, settings: Any, **kw: Any) -> Path:
+        seen["data"], seen["rows"] = data, dpo_rows(read_rows(data))
+        out_dir.mkdir(parents=True)
+        (out_dir / "steps.txt").write_text(str(settings.steps))
+        return out_dir
+
+    monkeypatch.setattr("tuneloop.train.train", fake_train)
+    table = tuple(
+        dataclasses.replace(p, run=run_train) if p.name == "train" else p for p in fakeloop.phases()
+    )
+    selection = Selection(names=tuple(p.name for p in table))
+    Runner(load_config(config), config, selection, table).run()  # the whole fake round
+    assert seen["data"] == tmp_path / "work" / "data" / "preference.jsonl"
+    # one pair from the disagreeing votes; the correction's pair asked a loop-suite item
+    assert [(r["chosen"][0]["content"], r["rejected"][0]["content"]) for r in seen["rows"]] == [
+        ("502", "503")
+    ]
+    prov = json.loads((tmp_path / "work" / "data" / "provenance.json").read_text())
+    assert prov["decontamination"][0]["suite"] == str(tmp_path / "suite.jsonl")
+    assert prov["decontamination"][0]["preference_pairs_removed"] == ["r3|correction"]
+
+
+def test_a_direct_train_data_is_filtered_against_the_loop_suite(tmp_path) -> None:
+    rows = [
+        {"messages": [{"role": "user", "content": "What is 500 + 2?"}], "answer": "502"},
+        {"messages": [{"role": "user", "content": f"  {LEAK.upper()} "}], "answer": "8"},
+        {"prompt": "Tell me: what is seven + one?", "answer": "8"},  # spelled out, inside
+    ]
+    data = tmp_path / "t.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = _cfg(tmp_path, corpus=None, train={"data": str(data)})
+    folder = tmp_path / "train"
+    folder.mkdir()
+    out = decontaminated_train_data(cfg, folder)
+    assert out == folder / FILTERED
+    assert out.read_text().splitlines() == [json.dumps(rows[0])]
+    report = json.loads((folder / REPORT).read_text())
+    assert [r["line"] for r in report["removed"]] == [2, 3] and report["rows"] == 3
+    # nothing to remove: the trainer reads the file itself
+    data.write_text(json.dumps(rows[0]) + "\n")
+    assert decontaminated_train_data(cfg, folder) == data
+
+
+def test_tuneloop_check_refuses_dpo_on_chat_rows(project, capsys, monkeypatch) -> None:  # noqa: F811
+    from .test_preflight import assert_nothing_written, cli, edit
+
+    _traffic(project)
+    (project / "corpus.yaml").write_text("sources: [{path: log.jsonl}]\n")
+    text = (project / "loop.yaml").read_text()
+    text = edit(text, "  method: sft", "  method: dpo")
+    text = edit(text, "  data: train.jsonl", "  max_length: 64")
+    text += "data:\n  corpus: corpus.yaml\n  output: sft\n"
+    (project / "loop.yaml").write_text(text)
+    code, _, err = cli(capsys, monkeypatch, "check", str(project / "loop.yaml"))
+    assert code == 2
+    assert "data.output (line" in err and "does not feed train.method 'dpo'" in err
+    assert_nothing_written(project)
