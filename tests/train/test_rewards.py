@@ -44,3 +44,18 @@ def test_registered_numeric_scorer_is_used_by_default() -> None:
 def test_completion_text_handles_message_lists() -> None:
     assert completion_text([{"role": "assistant", "content": "a"}]) == "a"
     assert completion_text("b") == "b"
+
+
+def test_trajectory_scorers_get_the_messages_with_their_tool_calls() -> None:
+    reward = scorer_reward("tool_call_valid", "numeric")
+    item = json.dumps({"answer": "7", "tools": ["calculator"]})
+    call = {"id": "c1", "type": "function", "function": {"name": "calculator"}}
+    good = dict(call, function={"name": "calculator", "arguments": '{"expression": "3+4"}'})
+    bad = dict(call, function={"name": "calculator", "arguments": "{not json"})
+    turn = [
+        {"role": "assistant", "content": None, "tool_calls": [good, bad]},
+        {"role": "tool", "tool_call_id": "c1", "content": "7"},
+        {"role": "assistant", "content": "7"},
+    ]
+    # flattened to text there would be no calls at all, and the score would be 1.0
+    assert reward(completions=[turn], item=[item]) == [0.5]

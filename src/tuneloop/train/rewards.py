@@ -6,6 +6,8 @@ original row as JSON in `item`, so the scorer sees exactly the reference fields 
 would see. The scorer is chosen per row by `scorers/resolve.py`, the evaluate phase's resolver:
 a fixed `reward_scorer` if given, else the row's own `scorer`, else the default. Unlike the
 eval, the row's `scorer_args` are also passed to the scorer's factory (as they always were).
+A scorer registered `trajectory=True` (the agent scorers) gets a conversational completion as
+its list of messages — tool calls included — instead of the flattened text.
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ def scorer_reward(
         out: list[float | None] = []
         for completion, raw in zip(completions, item, strict=True):
             row = json.loads(raw)
-            fn = resolver.resolve(row, row.get("scorer_args") or {}).fn
-            out.append(float(fn(row, completion_text(completion)).value))
+            resolved = resolver.resolve(row, row.get("scorer_args") or {})
+            whole = resolved.trajectory and isinstance(completion, list)
+            answer = completion if whole else completion_text(completion)
+            out.append(float(resolved.fn(row, answer).value))
         return out
 
     reward.__name__ = f"scorer_{fixed or default}"
