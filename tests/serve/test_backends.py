@@ -12,7 +12,7 @@ import pytest
 
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.serve import serving
-from tuneloop.serve.backends import select_options, vllm_argv
+from tuneloop.serve.backends import VLLM_KEYS, select_options, vllm_argv
 
 FAKE_VLLM = Path(__file__).parent / "fake_vllm" / "vllm"
 KEY = "sk-test-0123456789abcdef"
@@ -43,6 +43,11 @@ def test_vllm_argv_carries_every_setting() -> None:
         "--data-parallel-size", "4", "--enforce-eager",
     ]  # fmt: skip
     assert "--max-model-len" not in vllm_argv("/m", "h", 1, {})
+    assert "--enable-auto-tool-choice" not in vllm_argv("/m", "h", 1, {})
+    tools = vllm_argv("/m", "h", 1, {"tool_call_parser": "hermes"})
+    assert tools[-3:] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    flat = select_options({"vllm": {"tool_call_parser": "hermes"}}, "vllm", VLLM_KEYS)
+    assert flat == {"tool_call_parser": "hermes"}  # loop.yaml's serve.vllm.tool_call_parser
 
 
 def test_options_flatten_the_backend_section_and_refuse_unknown_keys() -> None:

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuneloop.serve.decode import generate_batch, sample_next
+from tuneloop.serve.decode import DecodeBatch, generate_batch, sample_next
 from tuneloop.serve.rows import Row, RowResult, derive_seed
 
 VOCAB = 10
@@ -135,3 +135,48 @@ def test_a_seeded_row_samples_the_same_alone_and_in_a_batch(tiny_engine: Any) ->
     assert sample([*crowd, row]) == alone
     assert sample([row]) == alone
     assert sample([Row(prompt, 1.0, 0.9, 24, derive_seed(5, 1))]) != alone
+
+
+def test_rows_that_join_a_running_batch_decode_what_they_decode_alone(tiny_engine: Any) -> None:
+    """Continuous batching: newcomers are prefilled apart and merged into the running KV cache
+    (padded on the left, trimmed when rows leave); greedy and seeded rows are unaffected."""
+    engine = tiny_engine
+    questions = ["What is 2 + 2?", "Hi", "A much longer question about numbers, please?", "7*8"]
+    prompts = [tuple(engine.chat_prompt([{"role": "user", "content": q}])) for q in questions]
+    rows = [
+        Row(prompts[0], 0.0, 1.0, 30, 0),
+        Row(prompts[1], 1.0, 0.9, 12, derive_seed(3, 0)),
+        Row(prompts[2], 0.0, 1.0, 20, 0),
+        Row(prompts[3], 0.8, 1.0, 25, derive_seed(3, 1)),
+    ]
+    alone: dict[int, RowResult] = {}
+    for i, row in enumerate(rows):
+        out: dict[int, RowResult] = {}
+        generate_batch(
+            engine.model,
+            [row],
+            eos_ids=frozenset(),
+            pad_id=engine.pad_id,
+            decode=engine.decode,
+            on_done=out.__setitem__,
+        )
+        alone[i] = out[0]
+    joined: dict[Any, RowResult] = {}
+    batch = DecodeBatch(
+        engine.model,
+        eos_ids=frozenset(),
+        pad_id=engine.pad_id,
+        decode=engine.decode,
+        on_done=joined.__setitem__,
+    )
+    batch.add([(0, rows[0])])
+    for _ in range(5):
+        batch.step()
+    batch.add([(1, rows[1]), (2, rows[2])])  # a longer prompt than the running cache
+    for _ in range(14):
+        batch.step()
+    assert 1 in joined and len(batch) == 2  # row 1 left; row 2 leaving later trims the cache
+    batch.add([(3, rows[3])])
+    while len(batch):
+        batch.step()
+    assert joined == alone

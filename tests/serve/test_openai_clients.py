@@ -85,3 +85,13 @@ def test_the_key_is_required(endpoint: Endpoint) -> None:
     r = httpx.get(f"{endpoint.base_url}/models")
     assert r.status_code == 401
     assert r.json()["error"]["code"] == "invalid_api_key"
+
+
+def test_streamed_answer_matches_the_plain_one(endpoint: Endpoint) -> None:
+    client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key)
+    args = {"model": endpoint.model, "messages": QUESTION, "temperature": 0, "max_tokens": 32}
+    plain = client.chat.completions.create(**args)  # type: ignore[call-overload]
+    chunks = list(client.chat.completions.create(**args, stream=True))  # type: ignore[call-overload]
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == plain.choices[0].message.content
+    assert chunks[-1].choices[0].finish_reason == "stop"

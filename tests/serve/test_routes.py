@@ -116,7 +116,14 @@ async def test_stop_strings_cut_the_completion(engine: Engine) -> None:
             "invalid_value",
         ),
         ("/v1/completions", b'{"model": "tiny", "prompt": "", "max_tokens": 3}', 400, None),
-        ("/v1/completions", b'{"model": "tiny", "prompt": "x", "stream": true}', 400, None),
+        ("/v1/completions", b'{"model": "tiny", "prompt": "x", "echo": true}', 400, None),
+        (
+            "/v1/chat/completions",
+            b'{"model": "tiny", "messages": [{"role": "user", "content": "x"}], "tools": '
+            b'[{"type": "function", "function": {"name": "f", "parameters": {"type": 3}}}]}',
+            400,
+            "invalid_value",
+        ),
         ("/v1/completions", b"x" * 5000, 413, "request_too_large"),
         ("/v1/nothing", b"{}", 404, None),
     ],

@@ -114,9 +114,10 @@ class ServerConfig(Section):
     """Port to bind; 0 picks a free port."""
     max_batch_size: int = Field(default=64, gt=0)
     """Embedded server: most sequences decoding at once (the continuously refilled batch)."""
-    batch_wait_ms: float = Field(default=0.0, ge=0)
-    """Embedded server: how long an idle server waits for more requests before it starts
-    decoding; later arrivals join the running batch at the next step, so 0 starts at once."""
+    batch_wait_ms: float = Field(default=5.0, ge=0)
+    """Embedded server: how long an idle server waits for company before it starts decoding,
+    when its last batch held more than one row (a lone client never waits); requests that
+    arrive while it decodes join the running batch at a step boundary."""
     max_tokens_cap: int = Field(default=2048, gt=0)
     """Largest `max_tokens` a request may ask for."""
     max_body_bytes: int = Field(default=1 << 20, gt=0)

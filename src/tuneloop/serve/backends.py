@@ -5,8 +5,9 @@ options, arm, decoding) -> ContextManager[Endpoint]`.
 
 - `embedded`: `python -m tuneloop.serve.app MODEL_DIR` in its own process group (CPU default);
   a `Decoding` contract reaches it as `--stop-token-ids`.
-- `vllm`: `vllm serve MODEL …` built by `vllm_argv` from the `serve.vllm` settings; the API key,
-  if any, reaches vLLM through `VLLM_API_KEY` in its environment, never through argv. A
+- `vllm`: `vllm serve MODEL …` built by `vllm_argv` from the `serve.vllm` settings (tool
+  calling with `serve.vllm.tool_call_parser`); the API key, if any, reaches vLLM through
+  `VLLM_API_KEY` in its environment, never through argv. A
   `Decoding` contract is written to a generation_config.json that both arms load through
   `--generation-config DIR` (vLLM's stop ids and sampling defaults come from it).
 - `external`: any OpenAI-compatible base URL; nothing is started, readiness is `/models` plus
@@ -138,6 +139,8 @@ def vllm_argv(model: str | Path, host: str, port: int, opts: dict[str, Any]) -> 
     argv += ["--gpu-memory-utilization", str(opts.get("gpu_memory_utilization", 0.9))]
     argv += ["--tensor-parallel-size", str(opts.get("tensor_parallel_size", 1))]
     argv += ["--data-parallel-size", str(opts.get("data_parallel_size", 1))]
+    if opts.get("tool_call_parser"):
+        argv += ["--enable-auto-tool-choice", "--tool-call-parser", str(opts["tool_call_parser"])]
     return argv + [str(a) for a in opts.get("extra_args") or []]
 
 

@@ -1,11 +1,18 @@
-"""One batched decode: left-padded prompts, KV cache, per-row sampling with per-row generators.
+"""Batched decoding with continuous admission: left-padded prompts, one KV cache, per-row sampling.
 
-`generate_batch(model, rows, ...)` runs a hand-written sampling loop instead of
-`model.generate` because every row carries its own settings and its own random stream:
-temperature, top-p, max_tokens, stop strings and seed may differ between rows of one batch.
-Each row draws one uniform number per step from a `torch.Generator` seeded with that row's
-seed, and picks its token by inverse-CDF over the (top-p truncated, sorted) distribution, so
-the random draws a row sees do not depend on which other rows share its batch.
+`DecodeBatch` is the running batch the engine steps: `add(rows)` prefills newcomers as their
+own left-padded group and merges them into the running batch's KV cache (`kvcache.py`);
+`step()` decodes one token for every running row; finished rows leave the batch (and the cache)
+at once and are handed back through `on_done`, so their slots are free at the next step
+boundary. `generate_batch(model, rows, ...)` is the static special case: one `add`, then steps
+until every row is done.
+
+The loop is hand-written instead of `model.generate` because every row carries its own
+settings and its own random stream: temperature, top-p, max_tokens, stop strings and seed may
+differ between rows of one batch. Each row draws one uniform number per step from a
+`torch.Generator` seeded with that row's seed, and picks its token by inverse-CDF over the
+(top-p truncated, sorted) distribution, so the random draws a row sees do not depend on which
+other rows share its batch, nor on when it joined.
 
 What this preserves and what it does not: a row's random stream is batch-independent, and
 greedy rows are argmax; but the logits themselves are computed in a batch with left padding,
@@ -13,20 +20,18 @@ and floating-point reductions may differ in the last bits between batch shapes. 
 therefore identical across batch compositions unless a uniform draw falls within that rounding
 error of a CDF boundary (or two logits tie for argmax) — rare, but not impossible. Repeating the
 same request alone is bit-for-bit reproducible.
-
-Finished rows are dropped from the batch (and from the KV cache) as they finish, so a short
-request sharing a batch with a long one costs nothing after it ends and its result is handed
-back at once through `on_done`.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, cast
 
 import torch
+import torch.nn.functional as F
 
+from tuneloop.serve import kvcache
 from tuneloop.serve.rows import Row, RowResult
 
 
@@ -40,6 +45,8 @@ def sample_next(
     token whose cumulative mass exceeds `u · mass` for the row's uniform draw `u ∈ [0, 1)`.
     """
     greedy = temperature <= 0
+    if bool(greedy.all()):  # the common eval case: skip the sort
+        return logits.argmax(dim=-1)
     temp = torch.where(greedy, torch.ones_like(temperature), temperature)
     probs = torch.softmax(logits.float() / temp[:, None], dim=-1)
     sorted_probs, order = probs.sort(dim=-1, descending=True, stable=True)
@@ -53,10 +60,10 @@ def sample_next(
 
 
 class _RowState:
-    """Mutable decode state of one row (index into the original batch)."""
+    """Mutable decode state of one row; `key` is the caller's name for it."""
 
-    def __init__(self, index: int, row: Row) -> None:
-        self.index = index
+    def __init__(self, key: Hashable, row: Row) -> None:
+        self.key = key
         self.row = row
         self.tokens: list[int] = []
         self.generator = torch.Generator().manual_seed(row.seed)
@@ -93,7 +100,181 @@ def _finish(
     return None
 
 
-@torch.inference_mode()
+def _cache_arg(model: Any) -> str:
+    # transformers 5 renamed `past_key_values` to `cache`; accept both spellings.
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+class _Group:
+    """Rows sharing one left-padded KV cache, between steps.
+
+    Invariant: `mask` is one column wider than the cache (its last column is `ids`, the token
+    each row feeds next), and `positions` are those tokens' positions.
+    """
+
+    def __init__(
+        self,
+        states: list[_RowState],
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Any,
+    ) -> None:
+        self.states, self.ids, self.mask = states, ids, mask
+        self.positions, self.cache = positions, cache
+
+    def select(self, keep: list[int], tokens: list[int]) -> None:
+        """Keep rows `keep` (indices into `states`), feeding them `tokens` next."""
+        index = torch.tensor(keep)
+        self.ids = torch.tensor(tokens, dtype=torch.long)[index].unsqueeze(-1)
+        self.positions = self.positions[index, -1:] + 1
+        self.mask = torch.cat([self.mask[index], torch.ones((len(keep), 1), dtype=torch.long)], -1)
+        if len(keep) < len(self.states):
+            self.cache.batch_select_indices(index)
+            self.states = [self.states[k] for k in keep]
+            self._trim()
+
+    def drop(self, gone: list[int]) -> None:
+        """Remove rows `gone` without feeding anything new (cancelled requests)."""
+        out = set(gone)
+        keep = [k for k in range(len(self.states)) if k not in out]
+        index = torch.tensor(keep)
+        self.ids, self.positions = self.ids[index], self.positions[index]
+        self.mask = self.mask[index]
+        self.cache.batch_select_indices(index)
+        self.states = [self.states[k] for k in keep]
+        self._trim()
+
+    def merge(self, other: _Group) -> None:
+        """Append `other`'s rows, padding the shorter cache on the left."""
+        mine, theirs = kvcache.seq_length(self.cache), kvcache.seq_length(other.cache)
+        width = max(mine, theirs)
+        kvcache.left_pad(self.cache, width - mine)
+        kvcache.left_pad(other.cache, width - theirs)
+        kvcache.concat(self.cache, other.cache)
+        self.mask = torch.cat(
+            [F.pad(self.mask, (width - mine, 0)), F.pad(other.mask, (width - theirs, 0))]
+        )
+        self.ids = torch.cat([self.ids, other.ids])
+        self.positions = torch.cat([self.positions, other.positions])
+        self.states = self.states + other.states
+
+    def _trim(self) -> None:
+        """Drop leading cache positions that are padding for every remaining row."""
+        if not kvcache.mergeable(self.cache):
+            return
+        used = self.mask.any(dim=0).nonzero()
+        lead = int(used[0]) if len(used) else 0
+        if lead:
+            kvcache.trim_left(self.cache, lead)
+            self.mask = self.mask[:, lead:]
+
+
+class DecodeBatch:
+    """The rows being decoded together; newcomers join between steps (continuous batching).
+
+    Callbacks run on the caller's thread: `on_token(key, token)` for every token that leaves
+    its row unfinished, `on_done(key, result)` once when a row finishes.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        eos_ids: frozenset[int],
+        pad_id: int,
+        decode: Callable[[list[int]], str],
+        on_done: Callable[[Hashable, RowResult], None],
+        on_token: Callable[[Hashable, int], None] | None = None,
+    ) -> None:
+        self.model = model
+        self.eos_ids = eos_ids
+        self.pad_id = pad_id
+        self.decode = decode
+        self.on_done = on_done
+        self.on_token = on_token
+        self.cache_arg = _cache_arg(model)
+        self.running: _Group | None = None
+
+    def __len__(self) -> int:
+        return len(self.running.states) if self.running else 0
+
+    @property
+    def keys(self) -> list[Hashable]:
+        return [s.key for s in self.running.states] if self.running else []
+
+    def can_join(self) -> bool:
+        """Whether newcomers may join now: always into an empty batch, else only when the
+        running cache is one `kvcache` can merge."""
+        return self.running is None or kvcache.mergeable(self.running.cache)
+
+    @torch.inference_mode()
+    def add(self, rows: Sequence[tuple[Hashable, Row]]) -> None:
+        """Prefill `rows` (key, row) as one group, sample their first tokens, and merge the
+        unfinished ones into the running batch."""
+        if not rows:
+            return
+        if not self.can_join():
+            raise RuntimeError("this model's KV cache cannot take rows into a running batch")
+        states = [_RowState(key, row) for key, row in rows]
+        ids, mask = _left_pad([row for _, row in rows], self.pad_id)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        group = _Group(states, ids, mask, positions, None)
+        if self._forward(group) and group.states:
+            if self.running is None:
+                self.running = group
+            else:
+                self.running.merge(group)
+
+    @torch.inference_mode()
+    def step(self) -> None:
+        """Decode one token for every running row."""
+        if self.running is not None and not self._forward(self.running):
+            self.running = None
+
+    def drop(self, keys: set[Hashable]) -> None:
+        """Remove the rows named by `keys` from the batch (their callbacks are not called)."""
+        if self.running is None:
+            return
+        gone = [k for k, s in enumerate(self.running.states) if s.key in keys]
+        if len(gone) == len(self.running.states):
+            self.running = None
+        elif gone:
+            self.running.drop(gone)
+
+    def _forward(self, group: _Group) -> bool:
+        """Run the model on `group`, sample, finish rows; False when no row is left."""
+        out = self.model(
+            input_ids=group.ids,
+            attention_mask=group.mask,
+            position_ids=group.positions,
+            use_cache=True,
+            logits_to_keep=1,
+            **{self.cache_arg: group.cache},
+        )
+        group.cache = getattr(out, self.cache_arg)
+        states = group.states
+        temps = torch.tensor([s.row.temperature for s in states])
+        top_ps = torch.tensor([s.row.top_p for s in states])
+        # Greedy rows never read their draw; their generators are private, so skipping it
+        # changes nothing that any row sees.
+        draws = torch.tensor([s.uniform() if s.row.temperature > 0 else 0.0 for s in states])
+        tokens = sample_next(out.logits[:, -1, :], temps, top_ps, draws).tolist()
+        keep: list[int] = []
+        for k, (state, token) in enumerate(zip(states, tokens, strict=True)):
+            result = _finish(state, int(token), self.eos_ids, self.decode)
+            if result is None:
+                keep.append(k)
+                if self.on_token is not None:
+                    self.on_token(state.key, int(token))
+            else:
+                self.on_done(state.key, result)
+        if not keep:
+            return False
+        group.select(keep, tokens)
+        return True
+
+
 def generate_batch(
     model: Any,
     rows: Sequence[Row],
@@ -103,41 +284,13 @@ def generate_batch(
     decode: Callable[[list[int]], str],
     on_done: Callable[[int, RowResult], None],
 ) -> None:
-    """Decode every row to completion, calling `on_done(row_index, result)` as each finishes."""
-    states = [_RowState(i, r) for i, r in enumerate(rows)]
-    ids, mask = _left_pad(rows, pad_id)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    # transformers 5 renamed `past_key_values` to `cache`; accept both spellings.
-    cache_arg = (
-        "cache" if "cache" in inspect.signature(model.forward).parameters else ("past_key_values")
-    )
-    cache = None
-    while states:
-        out = model(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=positions,
-            use_cache=True,
-            logits_to_keep=1,
-            **{cache_arg: cache},
-        )
-        cache = getattr(out, cache_arg)
-        temps = torch.tensor([s.row.temperature for s in states])
-        top_ps = torch.tensor([s.row.top_p for s in states])
-        draws = torch.tensor([s.uniform() for s in states])
-        tokens = sample_next(out.logits[:, -1, :], temps, top_ps, draws).tolist()
-        keep: list[int] = []
-        for k, (state, token) in enumerate(zip(states, tokens, strict=True)):
-            result = _finish(state, int(token), eos_ids, decode)
-            if result is None:
-                keep.append(k)
-            else:
-                on_done(state.index, result)
-        if not keep:
-            return
-        ids = torch.tensor(tokens, dtype=torch.long)[keep].unsqueeze(-1)
-        positions = positions[keep, -1:] + 1
-        mask = torch.cat([mask[keep], torch.ones((len(keep), 1), dtype=torch.long)], dim=-1)
-        if len(keep) < len(states):
-            cache.batch_select_indices(torch.tensor(keep))
-            states = [states[k] for k in keep]
+    """Decode every row to completion as one static batch, calling `on_done(row_index,
+    result)` as each finishes."""
+
+    def done(key: Hashable, result: RowResult) -> None:
+        on_done(cast(int, key), result)
+
+    batch = DecodeBatch(model, eos_ids=eos_ids, pad_id=pad_id, decode=decode, on_done=done)
+    batch.add(list(enumerate(rows)))
+    while len(batch):
+        batch.step()

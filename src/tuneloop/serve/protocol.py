@@ -5,9 +5,15 @@ validated request or raise `ApiError`, which the app renders as an OpenAI-style 
 (`{"error": {"message", "type", "param", "code"}}`) with status 400 — so malformed JSON,
 unknown types or out-of-range values never reach the engine and never become a 500.
 
-Deliberate deviations from the OpenAI API: `stream`, `logprobs`, `tools`, `logit_bias`,
-`echo`, `best_of` and `suffix` are refused with a 400 rather than ignored, because silently
-dropping them would return something other than what was asked for. Unknown extra fields are
+Chat requests may carry `tools` (function tools whose `parameters` must be a valid JSON
+Schema: a bad one is a 400 naming `tools.N.function.parameters`), `tool_choice`, `tool` role
+messages and assistant messages with `tool_calls`; `stream` (with
+`stream_options.include_usage`) works for both routes.
+
+Deliberate deviations from the OpenAI API: `logprobs`, `logit_bias`, `echo`, `best_of` and
+`suffix` are refused with a 400 rather than ignored, because silently dropping them would
+return something other than what was asked for. `tool_choice: "required"` or a named function
+is accepted but not enforced by constrained decoding (see `tools.py`). Unknown extra fields are
 ignored (clients send vendor extensions).
 """
 
@@ -17,7 +23,14 @@ import json
 from typing import Any, Literal
 
 from fastapi import Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from tuneloop.config import ServerConfig
 
@@ -26,7 +39,7 @@ MAX_N = 128
 MAX_STOP = 4
 """OpenAI's limit on stop strings."""
 
-UNSUPPORTED = ("stream", "logprobs", "top_logprobs", "tools", "logit_bias", "echo", "best_of")
+UNSUPPORTED = ("logprobs", "top_logprobs", "logit_bias", "echo", "best_of", "suffix")
 
 
 class ApiError(Exception):
@@ -59,24 +72,129 @@ class ApiError(Exception):
         }
 
 
+class FunctionCall(BaseModel):
+    """The function part of an assistant's earlier tool call."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    """The function called."""
+    arguments: str | dict[str, Any] = "{}"
+    """Its arguments: a JSON object string (OpenAI) or the object itself."""
+
+
+class ToolCallIn(BaseModel):
+    """A tool call in an assistant message of the conversation."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    """The call's id, echoed by the `tool` message that answers it."""
+    type: Literal["function"] = "function"
+    """Only function calls exist."""
+    function: FunctionCall
+    """What was called."""
+
+
 class Message(BaseModel):
     """One chat turn. Content parts (lists) are accepted when they are all text."""
 
     model_config = ConfigDict(extra="ignore")
 
-    role: Literal["system", "user", "assistant", "developer"]
-    """Who speaks; `developer` is treated as `system` by most chat templates."""
-    content: str | list[dict[str, Any]]
-    """Text, or OpenAI content parts of type `text`."""
+    role: Literal["system", "user", "assistant", "developer", "tool"]
+    """Who speaks; `developer` is treated as `system` by most chat templates; `tool` carries
+    a tool's result."""
+    content: str | list[dict[str, Any]] | None = None
+    """Text, or OpenAI content parts of type `text`; may be null only for an assistant turn
+    that makes tool calls."""
+    tool_calls: list[ToolCallIn] | None = None
+    """An assistant turn's calls."""
+    tool_call_id: str | None = None
+    """For a `tool` turn: the call it answers."""
+    name: str | None = None
+    """Optional speaker or tool name."""
 
     @field_validator("content")
     @classmethod
-    def _text_only(cls, value: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    def _text_only(
+        cls, value: str | list[dict[str, Any]] | None
+    ) -> str | list[dict[str, Any]] | None:
         if isinstance(value, list):
             if not all(p.get("type") == "text" and isinstance(p.get("text"), str) for p in value):
                 raise ValueError("only text content parts are supported")
             return "".join(p["text"] for p in value)
         return value
+
+    @model_validator(mode="after")
+    def _has_content(self) -> Message:
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError("content is required (null only for an assistant's tool calls)")
+        if self.tool_calls is not None and self.role != "assistant":
+            raise ValueError("only assistant messages carry tool_calls")
+        return self
+
+    def template_dict(self) -> dict[str, Any]:
+        """The turn as chat templates take it (no nulls)."""
+        return self.model_dump(exclude_none=True)
+
+
+class FunctionSpec(BaseModel):
+    """A function the model may call."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    """The function's name (letters, digits, `_`, `-`, `.`; at most 64)."""
+    description: str | None = None
+    """What it does, for the model."""
+    parameters: dict[str, Any] | None = None
+    """Its arguments as a JSON Schema object."""
+    strict: bool | None = None
+    """Accepted and not enforced (no constrained decoding here)."""
+
+    @field_validator("parameters")
+    @classmethod
+    def _json_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            from jsonschema import SchemaError, validators
+
+            try:
+                validators.validator_for(value).check_schema(value)
+            except SchemaError as err:
+                raise ValueError(f"not a valid JSON Schema: {err.message}") from None
+        return value
+
+
+class Tool(BaseModel):
+    """One entry of `tools`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["function"]
+    """Only function tools exist."""
+    function: FunctionSpec
+    """The function offered."""
+
+
+class NamedFunction(BaseModel):
+    name: str
+    """The function the caller wants called."""
+
+
+class NamedToolChoice(BaseModel):
+    """`tool_choice: {"type": "function", "function": {"name": ...}}`."""
+
+    type: Literal["function"]
+    """Only functions can be named."""
+    function: NamedFunction
+    """Which one."""
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    include_usage: bool = False
+    """Send one last chunk with empty `choices` and the request's token usage."""
 
 
 class _Sampling(BaseModel):
@@ -96,6 +214,10 @@ class _Sampling(BaseModel):
     """Up to 4 stop strings; the completion is cut before the first one."""
     seed: int | None = None
     """Per-request seed; sample i of the request draws from a generator seeded by (seed, i)."""
+    stream: bool = False
+    """Send the completion as server-sent events, chunk by chunk."""
+    stream_options: StreamOptions | None = None
+    """Streaming options; only `include_usage` is read."""
 
     @field_validator("stop")
     @classmethod
@@ -120,6 +242,28 @@ class ChatRequest(_Sampling):
     """The conversation; rendered with the model's chat template."""
     max_completion_tokens: int | None = Field(default=None, ge=1)
     """Newer name for max_tokens; wins when both are given."""
+    tools: list[Tool] | None = None
+    """Functions the model may call, rendered with the chat template (`tools.py`)."""
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    """`none` leaves the tools out of the prompt and reads no calls; `auto` (the default
+    with tools), `required` and a named function render them and read calls back."""
+
+    @model_validator(mode="after")
+    def _tool_choice_names_a_tool(self) -> ChatRequest:
+        choice = self.tool_choice
+        if choice not in (None, "none") and not self.tools:
+            raise ValueError("tool_choice needs tools")
+        if isinstance(choice, NamedToolChoice):
+            names = {t.function.name for t in self.tools or []}
+            if choice.function.name not in names:
+                raise ValueError(f"tool_choice names {choice.function.name!r}, not in tools")
+        return self
+
+    def tools_in_use(self) -> list[dict[str, Any]] | None:
+        """The tools to render and read calls for (None without tools or with `none`)."""
+        if not self.tools or self.tool_choice == "none":
+            return None
+        return [t.model_dump(exclude_none=True) for t in self.tools]
 
 
 class CompletionRequest(_Sampling):
@@ -169,8 +313,21 @@ def _validate(cls: type[_Sampling], body: dict[str, Any]) -> Any:
         return cls.model_validate(body)
     except ValidationError as err:
         first = err.errors()[0]
-        param = ".".join(str(p) for p in first["loc"]) or None
+        # A model-level check (e.g. tool_choice against tools) reports no location: name the
+        # field it is about.
+        param = _loc(first["loc"]) or _model_param(first["msg"])
         raise ApiError(f"{param}: {first['msg']}", param=param, code="invalid_value") from None
+
+
+def _loc(loc: tuple[int | str, ...]) -> str | None:
+    """`messages.0.role` from pydantic's location, leaving out union-member tags such as
+    `literal['none','auto','required']`."""
+    parts = [str(p) for p in loc if isinstance(p, int) or str(p).isidentifier()]
+    return ".".join(parts) or None
+
+
+def _model_param(message: str) -> str | None:
+    return "tool_choice" if "tool_choice" in message else None
 
 
 def _check_max_tokens(req: _Sampling, limits: Limits) -> None:
@@ -204,6 +361,11 @@ def parse_completion(body: dict[str, Any], limits: Limits) -> CompletionRequest:
             param="n",
         )
     return req
+
+
+def include_usage(req: _Sampling) -> bool:
+    """Whether a streamed response ends with a usage chunk."""
+    return bool(req.stream_options and req.stream_options.include_usage)
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:

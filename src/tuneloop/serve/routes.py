@@ -1,11 +1,15 @@
 """The embedded server's routes: FastAPI handlers over the batching engine.
 
-Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`.
+Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`
+(which also reports the engine's `running` and `waiting` rows, and how many were `cancelled`
+because their client went away).
 Chat prompts are rendered with the model's chat template and decoding stops at the template's
 end-of-turn token (generation_config's eos ids), or exactly at `--stop-token-ids` when given
-(the loop passes one set for both arms, so they cannot stop in different places).
-Concurrent requests share decode batches; see `engine.py` for what batching does and
-`decode.py` for what it preserves. The process around them (bind, load, serve) is `server.py`.
+(the loop passes one set for both arms, so they cannot stop in different places). Tools are
+rendered and tool calls read back as `tools.py` describes; `stream: true` is `stream.py`.
+Concurrent requests share a continuously refilled decode batch; see `engine.py` for what
+batching does and `decode.py` for what it preserves. The process around them (bind, load,
+serve) is `server.py`.
 
 Safety: binds loopback unless told otherwise; with `--api-key-env VAR` every /v1 route needs
 `Authorization: Bearer $VAR`; bodies over `max_body_bytes` get a 413 and `max_tokens` over the
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tuneloop.config import ServerConfig
@@ -32,12 +36,15 @@ from tuneloop.serve.protocol import (
     ChatRequest,
     CompletionRequest,
     decode_body,
+    include_usage,
     parse_chat,
     parse_completion,
     read_capped_body,
     usage,
 )
 from tuneloop.serve.rows import Row, RowResult, derive_seed
+from tuneloop.serve.stream import StreamMeta, stream_response
+from tuneloop.serve.tools import parse_tool_calls, prepare_messages, template_handles_tools
 
 if TYPE_CHECKING:
     from tuneloop.serve.engine import Engine
@@ -71,6 +78,27 @@ class ServerSettings:
 
 def _error(err: ApiError) -> JSONResponse:
     return JSONResponse(err.body(), status_code=err.status)
+
+
+def _new_id(kind: str) -> str:
+    prefix = "chatcmpl" if kind == "chat" else "cmpl"
+    return f"{prefix}-{_UNSEEDED.getrandbits(96):024x}"  # uuid4 costs a syscall
+
+
+def _chat_choice(index: int, result: RowResult, tools: bool) -> dict[str, Any]:
+    """One chat choice; with tools in use, a completion that parses as calls becomes
+    `tool_calls` with finish_reason `tool_calls`, anything else stays raw text."""
+    parsed = parse_tool_calls(result.text) if tools else None
+    message: dict[str, Any] = {"role": "assistant", "content": result.text}
+    reason = result.finish_reason
+    if parsed is not None:
+        message = {
+            "role": "assistant",
+            "content": parsed[0],
+            "tool_calls": [call.openai() for call in parsed[1]],
+        }
+        reason = "tool_calls"
+    return {"index": index, "message": message, "finish_reason": reason, "logprobs": None}
 
 
 def _rows(
@@ -116,6 +144,8 @@ class _Routes:
         self.engine = engine
         self.name = name
         self.settings = settings
+        self.native_tools = template_handles_tools(engine.chat_template)
+        """Whether the chat template renders tools itself (else `tools.py`'s fallback)."""
 
     def check_auth(self, request: Request) -> None:
         key = self.settings.api_key
@@ -143,53 +173,59 @@ class _Routes:
             )
         return req
 
-    async def generate(
-        self, prompts: list[list[int]], req: ChatRequest | CompletionRequest
-    ) -> list[RowResult]:
-        rows = _rows(prompts, req, self.engine.context)
+    async def generate(self, rows: list[Row]) -> list[RowResult]:
         return await asyncio.wrap_future(self.engine.submit(rows))
 
     def envelope(
         self, kind: str, choices: list[dict[str, Any]], prompt_tokens: int, results: list[RowResult]
     ) -> dict[str, Any]:
-        prefix, obj = (
-            ("chatcmpl", "chat.completion") if kind == "chat" else ("cmpl", "text_completion")
-        )
         return {
-            "id": f"{prefix}-{_UNSEEDED.getrandbits(96):024x}",  # uuid4 costs a syscall
-            "object": obj,
+            "id": _new_id(kind),
+            "object": "chat.completion" if kind == "chat" else "text_completion",
             "created": int(time.time()),
             "model": self.name,
             "choices": choices,
             "usage": usage(prompt_tokens, sum(r.completion_tokens for r in results)),
         }
 
-    async def chat(self, request: Request) -> dict[str, Any]:
-        req = await self.parse(request, "chat")
-        assert isinstance(req, ChatRequest)
-        messages = [{"role": m.role, "content": str(m.content)} for m in req.messages]
+    def stream(
+        self, kind: str, rows: list[Row], req: ChatRequest | CompletionRequest, prompt_tokens: int
+    ) -> Response:
+        tools = isinstance(req, ChatRequest) and req.tools_in_use() is not None
+        meta = StreamMeta(kind, _new_id(kind), self.name, prompt_tokens, include_usage(req), tools)
+        return stream_response(self.engine, rows, meta, req.stop_list())
+
+    def chat_prompt(self, req: ChatRequest) -> list[int]:
+        tools = req.tools_in_use()
+        messages, template_tools = prepare_messages(
+            [m.template_dict() for m in req.messages], tools, self.native_tools
+        )
         try:
-            prompt = self.engine.chat_prompt(messages)
+            return self.engine.chat_prompt(messages, template_tools)
         except Exception as err:  # template errors are the request's (or model's) fault
             raise ApiError(f"cannot render the chat template: {err}", param="messages") from None
-        results = await self.generate([prompt], req)
-        choices = [
-            {
-                "index": i,
-                "message": {"role": "assistant", "content": r.text},
-                "finish_reason": r.finish_reason,
-                "logprobs": None,
-            }
-            for i, r in enumerate(results)
-        ]
+
+    async def chat(self, request: Request) -> dict[str, Any] | Response:
+        req = await self.parse(request, "chat")
+        assert isinstance(req, ChatRequest)
+        prompt = self.chat_prompt(req)
+        rows = _rows([prompt], req, self.engine.context)
+        if req.stream:
+            return self.stream("chat", rows, req, len(prompt))
+        results = await self.generate(rows)
+        tools = req.tools_in_use() is not None
+        choices = [_chat_choice(i, r, tools) for i, r in enumerate(results)]
         return self.envelope("chat", choices, len(prompt), results)
 
-    async def completions(self, request: Request) -> dict[str, Any]:
+    async def completions(self, request: Request) -> dict[str, Any] | Response:
         req = await self.parse(request, "text")
         assert isinstance(req, CompletionRequest)
         texts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
         prompts = [self.engine.text_prompt(t) for t in texts]
-        results = await self.generate(prompts, req)
+        rows = _rows(prompts, req, self.engine.context)
+        if req.stream:
+            return self.stream("text", rows, req, sum(len(p) for p in prompts))
+        results = await self.generate(rows)
         choices = [
             {"index": i, "text": r.text, "finish_reason": r.finish_reason, "logprobs": None}
             for i, r in enumerate(results)
@@ -210,29 +246,35 @@ def create_app(engine: Engine, name: str, settings: ServerSettings) -> FastAPI:
     routes = _Routes(engine, name, settings)
     app.state.routes = routes
 
-    async def guarded(handler: Any, request: Request) -> JSONResponse:
+    async def guarded(handler: Any, request: Request) -> Response:
         try:
             result = handler(request)
             if asyncio.iscoroutine(result):
                 result = await result
-            return JSONResponse(result)
+            return result if isinstance(result, Response) else JSONResponse(result)
         except ApiError as err:
             return _error(err)
 
     @app.get("/health")
-    async def health() -> dict[str, str]:
-        return {"status": "ok", "model": name}
+    async def health() -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "model": name,
+            "running": engine.running,
+            "waiting": engine.waiting,
+            "cancelled": engine.rows_cancelled,
+        }
 
     @app.get("/v1/models")
-    async def models(request: Request) -> JSONResponse:
+    async def models(request: Request) -> Response:
         return await guarded(routes.models, request)
 
     @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> JSONResponse:
+    async def chat(request: Request) -> Response:
         return await guarded(routes.chat, request)
 
     @app.post("/v1/completions")
-    async def completions(request: Request) -> JSONResponse:
+    async def completions(request: Request) -> Response:
         return await guarded(routes.completions, request)
 
     @app.exception_handler(StarletteHTTPException)

@@ -4,7 +4,8 @@ Accepted shapes (one JSON object per line):
 
 - prompt rows (GRPO; SFT "on references"): `{"id", "messages": [...user turns...] or "prompt",
   "answer" (or another reference field), "scorer"?, "tags"?}` — the suite item shape.
-- chat rows (SFT): `{"messages": [...]}` with at least one assistant turn; tool calls allowed.
+- chat rows (SFT): `{"messages": [...]}` with at least one assistant turn; tool calls allowed,
+  with the offered `tools` (names of registered tools or OpenAI function entries) beside them.
 - preference rows (DPO): `{"prompt", "chosen", "rejected"}`, each a string or a message list.
 
 SFT on a prompt file builds the assistant turn from the reference `answer` ("SFT on
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tuneloop.envs import item_tools
 from tuneloop.errors import InputError
 from tuneloop.records import iter_jsonl
 
@@ -101,7 +103,8 @@ def grpo_rows(rows: list[Row]) -> list[dict[str, Any]]:
 
 
 def sft_rows(rows: list[Row]) -> list[dict[str, Any]]:
-    """SFT conversations: chat rows as they are; prompt rows with the reference as reply."""
+    """SFT conversations: chat rows as they are (with their `tools`, if any, as OpenAI
+    entries); prompt rows with the reference as reply."""
     out = []
     for row in rows:
         msgs = row.data.get("messages")
@@ -110,7 +113,7 @@ def sft_rows(rows: list[Row]) -> list[dict[str, Any]]:
         )
         if has_reply:
             _check_messages(msgs, row.where)  # type: ignore[arg-type]
-            out.append({"messages": msgs})
+            out.append(_with_tools({"messages": msgs}, row.data))
             continue
         answer = row.data.get("answer")
         if answer is None:
@@ -119,8 +122,15 @@ def sft_rows(rows: list[Row]) -> list[dict[str, Any]]:
                 "with an 'answer' to train on (SFT on references)"
             )
         prompt = prompt_messages(row.data, row.where)
-        out.append({"messages": [*prompt, {"role": "assistant", "content": str(answer)}]})
+        reply = {"role": "assistant", "content": str(answer)}
+        out.append(_with_tools({"messages": [*prompt, reply]}, row.data))
     return out
+
+
+def _with_tools(conversation: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """The conversation with the row's `tools` as OpenAI entries, when it offers any."""
+    tools = item_tools(data)
+    return {**conversation, "tools": tools} if tools else conversation
 
 
 def dpo_rows(rows: list[Row]) -> list[dict[str, Any]]:

@@ -13,6 +13,9 @@ The objective menu (`grpo.loss_type`) only names TRL's own losses: `gspo` is TRL
 with `importance_sampling_level="sequence"` (Zheng et al. 2025, GSPO). With one update per
 generation (TRL's default `num_iterations=1`) every ratio is 1 and GSPO's gradient equals
 `grpo`'s; they part once samples are reused (`extra: {num_iterations: 2}`).
+
+Rows that offer `tools` (agent items) roll out through TRL's own tool loop, their calls answered
+by the item's environment and the tool results masked from the loss (see toolenv.py).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from tuneloop.train.health import fit
 from tuneloop.train.metrics import MetricsCallback
 from tuneloop.train.rewards import scorer_reward
 from tuneloop.train.settings import TrainSettings
+from tuneloop.train.toolenv import check_template, with_environments
 
 OBJECTIVES = {
     "grpo": ("grpo", "token"),
@@ -69,6 +73,9 @@ def grpo_trainer_args(
     stage: the checkpoint folder's name, default `grpo`)."""
     from datasets import Dataset
 
+    rows, environments = with_environments(rows)
+    if environments:
+        check_template(tokenizer)
     return {
         "model": model,
         "reward_funcs": [scorer_reward(s.grpo.scorer, kw["default_scorer"])],
@@ -77,6 +84,7 @@ def grpo_trainer_args(
         "processing_class": tokenizer,
         "callbacks": kw.get("callbacks") or [],
         "peft_config": lora_config(s) if kw.get("peft", True) else None,
+        **({"environment_factory": environments} if environments else {}),
     }
 
 

@@ -9,6 +9,13 @@ keep the loss on tokens whose characters fall in those spans (the reply and its 
 token, not the template's trailing newline). The rows go to TRL already
 tokenized (`input_ids` + `assistant_masks`), from which TRL builds labels (-100 elsewhere).
 Prompt rows with an `answer` become one-turn conversations ("SFT on references").
+
+Agent trajectories (a row with `tools`, assistant `tool_calls` and `tool` results) render with
+the tools, the way the embedded server renders them (`envs/render.py`): through the template
+when it handles tools, else in Qwen 2.5's text format (`<tool_call>` in the assistant turn,
+`<tool_response>` in a user turn). The spans are taken over the messages as rendered, so the
+loss covers each assistant turn — its text and its tool calls — and never a tool result,
+which the model reads but does not write.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tuneloop.envs.render import prepare_messages, template_handles_tools
 from tuneloop.errors import InputError
 from tuneloop.train.common import (
     common_args,
@@ -31,20 +39,28 @@ from tuneloop.train.metrics import MetricsCallback
 from tuneloop.train.settings import TrainSettings
 
 
-def _render(tokenizer: Any, messages: list[dict[str, Any]], gen_prompt: bool) -> str:
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen_prompt)
+def _render(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list | None, gen_prompt: bool
+) -> str:
+    text = tokenizer.apply_chat_template(
+        messages, tools=tools, tokenize=False, add_generation_prompt=gen_prompt
+    )
     return str(text)
 
 
-def assistant_spans(tokenizer: Any, messages: list[dict[str, Any]]) -> tuple[str, list]:
+def assistant_spans(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> tuple[str, list]:
     """The rendered conversation and the (start, end) character span of each assistant turn."""
-    full = _render(tokenizer, messages, False)
+    native = template_handles_tools(str(getattr(tokenizer, "chat_template", None) or ""))
+    messages, tools = prepare_messages(messages, tools or None, native)
+    full = _render(tokenizer, messages, tools, False)
     spans = []
     for i, msg in enumerate(messages):
         if msg.get("role") != "assistant":
             continue
-        start = len(_render(tokenizer, messages[:i], True)) if i else 0
-        end = len(_render(tokenizer, messages[: i + 1], False))
+        start = len(_render(tokenizer, messages[:i], tools, True)) if i else 0
+        end = len(_render(tokenizer, messages[: i + 1], tools, False))
         # Not the whitespace the template writes after the end-of-turn token: generation
         # stops at that token, so the model never needs to predict what follows it.
         end = start + len(full[start:end].rstrip())
@@ -52,9 +68,14 @@ def assistant_spans(tokenizer: Any, messages: list[dict[str, Any]]) -> tuple[str
     return full, spans
 
 
-def tokenize_with_mask(tokenizer: Any, messages: list[dict[str, Any]], max_length: int) -> dict:
+def tokenize_with_mask(
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    max_length: int,
+    tools: list[dict[str, Any]] | None = None,
+) -> dict:
     """`input_ids` and `assistant_masks` (1 on assistant-turn tokens) for one conversation."""
-    full, spans = assistant_spans(tokenizer, messages)
+    full, spans = assistant_spans(tokenizer, messages, tools)
     enc = tokenizer(
         full,
         add_special_tokens=False,
@@ -67,7 +88,7 @@ def tokenize_with_mask(tokenizer: Any, messages: list[dict[str, Any]], max_lengt
 
 
 def tokenized_rows(tokenizer: Any, rows: list[dict[str, Any]], max_length: int) -> list[dict]:
-    out = [tokenize_with_mask(tokenizer, r["messages"], max_length) for r in rows]
+    out = [tokenize_with_mask(tokenizer, r["messages"], max_length, r.get("tools")) for r in rows]
     if not any(1 in r["assistant_masks"] for r in out):
         raise InputError("SFT data: no assistant tokens within max_length; nothing to train on")
     return out
