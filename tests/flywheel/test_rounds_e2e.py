@@ -5,7 +5,8 @@ installed `tuneloop` script; then the champion served behind the proxy. Slow (~2
 Asserts the lineage (bootstrap champion, each round from the last champion), the rolling
 slices used (audit + a fresh gate slice per round, nothing else evaluated), the ledger's
 outcomes and the experiment log's entries, the round lineage in each archive's manifest, and
-that the served model after the rounds is the ledger's champion.
+that the served model after the rounds is the ledger's champion — round 1's promoted
+challenger (v2) or, if round 2 also promoted, round 2's.
 """
 
 from __future__ import annotations
@@ -99,6 +100,11 @@ def test_two_rounds_on_the_tiny_model(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert champs[0]["via"] == "bootstrap" and champs[0]["version"] == 1
+    # Measured on the 2-core CPU machine (deterministic: seeded data, training and greedy
+    # decoding): round 1 promotes (gate Δ +6.7 pts on 150 items, one-sided p 0.011) and round
+    # 2, from v2 on the same traffic, is rejected (Δ +0.7, p 0.5). Another machine's float
+    # arithmetic could move round 1's p across alpha; round 2's outcome is not asserted.
+    assert codes[0] == 0, "round 1 was expected to promote (p 0.011 on the reference machine)"
     assert len(champs) == 1 + codes.count(0)  # one version per promotion
     r1, r2 = history
     assert (r1["round_id"], r1["gate_slice"], r1["parent_version"]) == ("r0001", "gate-000", 1)

@@ -178,3 +178,26 @@ if __name__ == "__main__":
         sys.exit(run_round(Path(args[0]), asked=args[2]))
     kw = {"from_phase": args[2]} if len(args) > 2 and args[1] == "--from" else {}
     runner(Path(args[0]), **kw).run()
+
+
+def run_with_train_adapter(config: Path, monkeypatch: Any) -> dict[str, Any]:
+    """The whole fake round, its train phase the loop's real adapter (`run_train`) calling a
+    stand-in for `tuneloop.train.train`; what the stand-in was handed (`data`, `settings`) and
+    the runner's final `state`."""
+    from tuneloop.loop.adapters import run_train
+
+    seen: dict[str, Any] = {}
+
+    def fake_train(base: Path, data: Path, out_dir: Path, settings: Any, **kw: Any) -> Path:
+        seen["data"], seen["settings"] = data, settings
+        out_dir.mkdir(parents=True)
+        (out_dir / "steps.txt").write_text(str(settings.steps))
+        return out_dir
+
+    monkeypatch.setattr("tuneloop.train.train", fake_train)
+    table = tuple(
+        dataclasses.replace(p, run=run_train) if p.name == "train" else p for p in phases()
+    )
+    selection = Selection(names=tuple(p.name for p in table))
+    seen["state"] = Runner(load_config(config), config, selection, table).run()
+    return seen

@@ -3,15 +3,13 @@ decontaminated against (the corpus build, and a directly given train.data)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tuneloop.config import LoopConfig, load_config
-from tuneloop.loop.adapters import run_train
+from tuneloop.config import LoopConfig
 from tuneloop.loop.corpus_data import (
     FILTERED,
     REPORT,
@@ -19,7 +17,6 @@ from tuneloop.loop.corpus_data import (
     decontaminated_train_data,
     output_problems,
 )
-from tuneloop.loop.runner import Runner, Selection
 
 from . import fakeloop
 from .test_preflight import project  # noqa: F401  (fixture)
@@ -91,20 +88,8 @@ def test_a_dpo_loop_trains_on_the_corpus_preference_pairs(tmp_path, monkeypatch)
     config = fakeloop.write_config(
         tmp_path, data={"corpus": str(tmp_path / "corpus.yaml")}, train={"method": "dpo"}
     )
-    seen: dict[str, Any] = {}
-
-    def fake_train(base: Path, data: Path, out_dir: Path, settings: Any, **kw: Any) -> Path:
-        seen["data"], seen["rows"] = data, dpo_rows(read_rows(data))
-        out_dir.mkdir(parents=True)
-        (out_dir / "steps.txt").write_text(str(settings.steps))
-        return out_dir
-
-    monkeypatch.setattr("tuneloop.train.train", fake_train)
-    table = tuple(
-        dataclasses.replace(p, run=run_train) if p.name == "train" else p for p in fakeloop.phases()
-    )
-    selection = Selection(names=tuple(p.name for p in table))
-    Runner(load_config(config), config, selection, table).run()  # the whole fake round
+    seen = fakeloop.run_with_train_adapter(config, monkeypatch)
+    seen["rows"] = dpo_rows(read_rows(seen["data"]))
     assert seen["data"] == tmp_path / "work" / "data" / "preference.jsonl"
     # one pair from the disagreeing votes; the correction's pair asked a loop-suite item
     assert [(r["chosen"][0]["content"], r["rejected"][0]["content"]) for r in seen["rows"]] == [

@@ -7,7 +7,6 @@ stand-in that records what it was handed; `tuneloop check` refusals run the inst
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -16,9 +15,7 @@ from typing import Any
 import pytest
 
 from tuneloop.config import load_config
-from tuneloop.loop.adapters import run_train
 from tuneloop.loop.corpus_data import REPLAY_DPO, REPLAY_SFT, replay_problems
-from tuneloop.loop.runner import Runner, Selection
 from tuneloop.records import ReplayReport, read_record, sha256_file
 from tuneloop.replay.teachers import load_teachers
 
@@ -68,20 +65,7 @@ def _round(tmp_path: Path, url: str, monkeypatch: Any, **sections: Any) -> dict[
         replay={"teachers": str(tmp_path / "teachers.yaml")},
         **sections,
     )
-    seen: dict[str, Any] = {}
-
-    def fake_train(base: Path, data: Path, out_dir: Path, settings: Any, **kw: Any) -> Path:
-        seen["data"], seen["settings"] = data, settings
-        out_dir.mkdir(parents=True)
-        (out_dir / "steps.txt").write_text(str(settings.steps))
-        return out_dir
-
-    monkeypatch.setattr("tuneloop.train.train", fake_train)
-    table = tuple(
-        dataclasses.replace(p, run=run_train) if p.name == "train" else p for p in fakeloop.phases()
-    )
-    selection = Selection(names=tuple(p.name for p in table))
-    seen["state"] = Runner(load_config(config), config, selection, table).run()
+    seen = fakeloop.run_with_train_adapter(config, monkeypatch)
     seen["config"] = config
     return seen
 

@@ -24,6 +24,7 @@ is averaged over every item; restrict it with a tag where that dilutes it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from tuneloop.envs import as_trace, call_signature
@@ -47,6 +48,18 @@ def score_sample(resolved: ResolvedScorer, item: dict[str, Any], trace: AgentTra
     if not trace.finished:
         return unfinished(trace)
     return resolved.fn(item, trace.answer)
+
+
+def _share_not(
+    calls: list[ToolCall], bad: list[ToolCall], label: str, error: Callable[[ToolCall], str]
+) -> Score:
+    """1 − share of `calls` that are `bad` (1 with no calls), the first 10 errors in detail."""
+    if not calls:
+        return Score(1.0, {"calls": 0, "reason": "no tool calls"})
+    detail: dict[str, Any] = {"calls": len(calls), label: len(bad)}
+    if bad:
+        detail["errors"] = [error(c) for c in bad][:10]
+    return Score(1 - len(bad) / len(calls), detail)
 
 
 def _signature(call: ToolCall) -> str:
@@ -82,13 +95,8 @@ def tool_call_valid() -> ScoreFn:
 
     def score(item: dict[str, Any], completion: Any) -> Score:
         calls = as_trace(completion, item).calls
-        if not calls:
-            return Score(1.0, {"calls": 0, "reason": "no tool calls"})
         bad = [c for c in calls if c.status not in _WELL_FORMED]
-        detail: dict[str, Any] = {"calls": len(calls), "invalid": len(bad)}
-        if bad:
-            detail["errors"] = [f"{c.id}: {c.status}: {c.error}" for c in bad][:10]
-        return Score(1 - len(bad) / len(calls), detail)
+        return _share_not(calls, bad, "invalid", lambda c: f"{c.id}: {c.status}: {c.error}")
 
     return score
 
@@ -141,13 +149,8 @@ def failed_calls() -> ScoreFn:
 
     def score(item: dict[str, Any], completion: Any) -> Score:
         calls = as_trace(completion, item).calls
-        if not calls:
-            return Score(1.0, {"calls": 0, "reason": "no tool calls"})
         failed = [c for c in calls if c.status == "failed"]
-        detail: dict[str, Any] = {"calls": len(calls), "failed": len(failed)}
-        if failed:
-            detail["errors"] = [f"{c.id}: {c.error}" for c in failed][:10]
-        return Score(1 - len(failed) / len(calls), detail)
+        return _share_not(calls, failed, "failed", lambda c: f"{c.id}: {c.error}")
 
     return score
 
