@@ -209,10 +209,7 @@ def decontaminated_train_data(cfg: LoopConfig, folder: Path) -> Path:
         "rows": found.rows,
         "contaminated": len(found.removed),
         "kept_by_allow_contamination": keep,
-        "removed": [
-            {"line": line, "matches": [{"rule": r, "items": ids} for r, ids in why]}
-            for line, why in sorted(found.removed.items())
-        ],
+        "removed": removals(found.removed),
     }
     files = {folder / REPORT: json_bytes(report)}
     data = cfg.train.data
@@ -285,12 +282,18 @@ def decontaminate_replay(cfg: LoopConfig, folder: Path) -> dict[str, int]:
             "rows": found.rows,
             "contaminated": len(found.removed),
             "written_to": target,
-            "removed": [
-                {"line": line, "matches": [{"rule": r, "items": ids} for r, ids in why]}
-                for line, why in sorted(found.removed.items())
-            ],
+            "removed": removals(found.removed),
         }
     suites = [str(s) for s in loop_suites(cfg)]
     files[folder / REPORT] = json_bytes({"suites": suites, "files": report})
     write_files(files)
     return removed
+
+
+def removals(removed: dict[int, Any]) -> list[dict[str, Any]]:
+    """Decontamination removals by line, as the reports list them: each line's matching rules
+    and the suite items each rule matched."""
+    return [
+        {"line": line, "matches": [{"rule": r, "items": ids} for r, ids in why]}
+        for line, why in sorted(removed.items())
+    ]
