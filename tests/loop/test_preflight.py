@@ -155,6 +155,20 @@ def test_unknown_scorer_named_by_suite_items_is_refused_with_every_item_line(
     assert_nothing_written(project)
 
 
+def test_unknown_metric_and_judging_scorers_are_refused_all_at_once(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = edit(GOOD, "  n_samples:", "  n_samples: 1\n  metrics: [tool_call_valid, turnz]")
+    (project / "loop.yaml").write_text(text)
+    overrides = ["report.scorer=tool_cal_valid", "gate.scorer=exactt"]
+    rc, _, err = cli(capsys, monkeypatch, "check", str(project / "loop.yaml"), *overrides)
+    assert rc == 2
+    assert "eval.metrics[1]" in err and "unknown scorer 'turnz' (did you mean 'turns'?)" in err
+    assert "report.scorer" in err and "did you mean 'tool_call_valid'?" in err
+    assert "gate.scorer" in err and "unknown scorer 'exactt'" in err
+    assert_nothing_written(project)
+
+
 def test_eval_slice_that_leaves_the_gate_slice_unevaluated_is_refused(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -134,6 +134,9 @@ def _check_plugins(cfg: LoopConfig, found: Findings) -> None:
         ("train.method", trainers, cfg.train.method),
         ("suite.default_scorer", scorers, cfg.suite.default_scorer),
         ("train.grpo.scorer", scorers, cfg.train.grpo.scorer),
+        ("report.scorer", scorers, cfg.report.scorer),
+        ("gate.scorer", scorers, cfg.gate.scorer),
+        *((f"eval.metrics[{i}]", scorers, name) for i, name in enumerate(cfg.eval.metrics)),
     ]
     for key, registry, name in named:
         if name is not None:
