@@ -30,6 +30,7 @@ CORE = {
     "suite_rolling",
     "samplelog",
     "envkeys",
+    "pidlock",
 }
 ORCHESTRATION = {"loop", "flywheel"}
 ENTRY_POINTS = {
@@ -159,6 +160,5 @@ def test_serve_modules_import_no_cycle() -> None:
 
 
 def test_every_listed_package_exists_or_is_planned() -> None:
-    planned = {"replay", "client", "envs", "flywheel"}  # named in DESIGN.md, not built yet
     for name in PHASES | SHARED | CORE | ORCHESTRATION:
-        assert name in planned or _is_module(f"tuneloop.{name}"), name
+        assert _is_module(f"tuneloop.{name}"), name

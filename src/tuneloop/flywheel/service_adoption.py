@@ -18,8 +18,6 @@ holder's pid to whoever is refused.
 
 from __future__ import annotations
 
-import fcntl
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -34,6 +32,7 @@ from tuneloop.flywheel.service_processes import (
     alive,
     stop_group,
 )
+from tuneloop.pidlock import hold_pid_lock
 
 
 def adopt(
@@ -115,18 +114,11 @@ def take_lock(folder: Path) -> StateLock:
         fh = path.open("a+", encoding="utf-8")
     except OSError as err:
         raise InputError(f"{path}: cannot create the service lock ({err.strerror})") from None
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.seek(0)
-        holder = fh.read().strip() or "unknown"
-        fh.close()
-        raise InputError(
-            f"{path}: another process manages this service (pid {holder}); stop it or use "
-            "another state folder"
-        ) from None
-    fh.seek(0)
-    fh.truncate()
-    fh.write(f"{os.getpid()}\n")
-    fh.flush()
+    hold_pid_lock(
+        fh,
+        lambda holder: (
+            f"{path}: another process manages this service (pid {holder}); stop "
+            "it or use another state folder"
+        ),
+    )
     return StateLock(fh)

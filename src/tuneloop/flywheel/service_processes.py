@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.records import atomic_write_text
-from tuneloop.serve.lifecycle import EXIT_BIND, client_host, log_tail
+from tuneloop.serve.lifecycle import EXIT_BIND, client_host, group_alive, log_tail
 
 STATE_FILE = "service.json"
 STATE_SCHEMA = 1
@@ -201,16 +201,6 @@ def died(proc: subprocess.Popen[bytes], log: Path) -> Exception:
     )
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _reap(pid: int, child: subprocess.Popen[bytes] | None) -> None:
     """Collect the leader's exit status if it is our child (else init does)."""
     if child is not None:
@@ -224,7 +214,7 @@ def _wait_group_gone(pid: int, child: subprocess.Popen[bytes] | None, timeout_s:
     deadline = time.monotonic() + timeout_s
     while True:
         _reap(pid, child)
-        if not _group_alive(pid):
+        if not group_alive(pid):
             return True
         if time.monotonic() > deadline:
             return False

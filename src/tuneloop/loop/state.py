@@ -8,8 +8,6 @@ holder's pid is written inside so that a refused second run can name it.
 
 from __future__ import annotations
 
-import fcntl
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Literal
@@ -17,6 +15,7 @@ from typing import IO, Literal
 from pydantic import BaseModel
 
 from tuneloop.errors import InputError
+from tuneloop.pidlock import hold_pid_lock
 from tuneloop.records import Record, read_record, write_record
 
 PhaseStatus = Literal["running", "done", "failed", "skipped"]
@@ -105,20 +104,13 @@ class WorkdirLock:
                 f"workdir {self.path.parent}: cannot create or write it ({reason}: "
                 f"{err.filename}); set `workdir:` in the config to a writable folder"
             ) from None
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "unknown"
-            fh.close()
-            raise InputError(
-                f"{self.path.parent}: another tuneloop run holds this workdir (pid {holder}); "
-                "wait for it or use another workdir"
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
+        hold_pid_lock(
+            fh,
+            lambda holder: (
+                f"{self.path.parent}: another tuneloop run holds this workdir "
+                f"(pid {holder}); wait for it or use another workdir"
+            ),
+        )
         self._fh = fh
         return self
 

@@ -130,7 +130,8 @@ def spawn(launch: Launch) -> subprocess.Popen[bytes]:
         )
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group `pgid` still exists."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -161,7 +162,7 @@ def terminate_group(proc: subprocess.Popen[bytes], grace_s: float = GRACE_S) -> 
 def _wait_group(pgid: int, timeout_s: float) -> bool:
     """True once no process of the group is left (an unreaped zombie still counts)."""
     deadline = time.monotonic() + timeout_s
-    while _group_alive(pgid):
+    while group_alive(pgid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
