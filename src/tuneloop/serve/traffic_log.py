@@ -35,27 +35,39 @@ import atexit
 import concurrent.futures
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
 import queue
-import re
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 from tuneloop.records import fsync_dir
 from tuneloop.scrub import Scrubber
+from tuneloop.serve.traffic_files import (
+    LOG_NAME,
+    REJECTS,
+    ROTATED,
+    completion_id,
+    ids_on_disk,
+    lock_folder,
+    next_rotated,
+    now_iso,
+)
 
-LOG_NAME = "traffic.jsonl"
-ROTATED = re.compile(r"^traffic-(\d+)\.jsonl$")
-REJECTS = Path("rejects") / "feedback.jsonl"
-"""Refused feedback (unknown completion id), beside the log but out of the ingest glob."""
+__all__ = [
+    "LOG_NAME",
+    "REJECTS",
+    "ROTATED",
+    "TrafficLog",
+    "TrafficLogError",
+    "completion_id",
+    "now_iso",
+]
+
 MAX_BATCH = 1024
 _LOG = logging.getLogger("tuneloop.serve.traffic")
 _WORDS = {
@@ -78,18 +90,6 @@ class _Item:
     kind: Literal["line", "reject", "barrier", "stop"]
     payload: dict[str, Any] | None = None
     done: Future[None] | None = None
-
-
-def now_iso() -> str:
-    """UTC now as ISO 8601 with milliseconds and a Z."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def completion_id(response: Any) -> str | None:
-    """The id of a chat.completion object, or of the first chunk of a streamed one."""
-    first = response[0] if isinstance(response, list) and response else response
-    cid = first.get("id") if isinstance(first, dict) else None
-    return cid if isinstance(cid, str) and cid else None
 
 
 class TrafficLog:
@@ -122,7 +122,7 @@ class TrafficLog:
         self._size = 0
         self._closed = False
         try:
-            self._lock_folder()
+            self._lock_fd = lock_folder(self.dir)
             self._open()
             self._load_index()
         except OSError as err:
@@ -307,8 +307,7 @@ class TrafficLog:
         assert self._fd is not None
         os.close(self._fd)
         self._fd = None
-        numbers = [int(m.group(1)) for m in map(ROTATED.match, os.listdir(self.dir)) if m]
-        os.rename(self.path, self.dir / f"traffic-{max(numbers, default=0) + 1}.jsonl")
+        os.rename(self.path, next_rotated(self.dir))
         fsync_dir(self.dir)
         self._open()
         self._count("rotations")
@@ -339,14 +338,6 @@ class TrafficLog:
 
     # ---- opening and failing -------------------------------------------------------------
 
-    def _lock_folder(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise OSError(errno.EBUSY, "another process is logging to this folder") from None
-
     def _open(self) -> None:
         """Open traffic.jsonl for appending; end a torn last line (a crash mid-write) with a
         newline so that it stays one rejectable line instead of gluing onto the next."""
@@ -357,21 +348,9 @@ class TrafficLog:
 
     def _load_index(self) -> None:
         """Index the completion ids on disk, newest files first, up to `index_size`."""
-        newest_first: list[list[str]] = []
-        total = 0
-        for path in self._files_newest_first():
-            if total >= self.index_size:
-                break
-            newest_first.append(list(_ids_in(path)))
-            total += len(newest_first[-1])
-        found = [cid for ids in reversed(newest_first) for cid in ids]
+        found = ids_on_disk(self.dir, self.index_size)
         with self._lock:
-            self._index = OrderedDict.fromkeys(found[max(0, len(found) - self.index_size) :])
-
-    def _files_newest_first(self) -> list[Path]:
-        names = [m for m in map(ROTATED.match, os.listdir(self.dir)) if m]
-        rotated = sorted(names, key=lambda m: int(m.group(1)), reverse=True)
-        return [self.path, *(self.dir / m.group(0) for m in rotated)]
+            self._index = OrderedDict.fromkeys(found)
 
     def _fail(self, err: OSError, path: Path) -> None:
         if self.error is not None:
@@ -395,17 +374,3 @@ def _settle(items: list[_Item], error: Exception | None) -> None:
                 item.done.set_result(None)
             else:
                 item.done.set_exception(error)
-
-
-def _ids_in(path: Path) -> Iterator[str]:
-    """The completion ids of the exchange lines of one log file (unreadable lines skipped)."""
-    with contextlib.suppress(FileNotFoundError), path.open("rb") as fh:
-        for raw in fh:
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and "response" in obj:
-                cid = completion_id(obj["response"])
-                if cid is not None:
-                    yield cid

@@ -1,0 +1,219 @@
+"""The corpus build's row steps (rows, filter, dedup, decontaminate, bands) and their state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuneloop.data import bands as bands_mod
+from tuneloop.data.corpus_config import CorpusConfig
+from tuneloop.data.decontam import RowText
+from tuneloop.data.dedup import LshParams, exact_duplicates, exact_key, near_duplicates
+from tuneloop.data.rows import (
+    Row,
+    grpo_candidates,
+    preference_pairs,
+    prompt_duplicates,
+    prompt_row,
+    to_row,
+)
+from tuneloop.errors import InputError
+from tuneloop.scrub import Scrubber
+
+
+@dataclass
+class _Build:
+    """Mutable state threaded through the steps (pure helpers do the work)."""
+
+    rows: list[Row]
+    counts: dict[str, int] = field(default_factory=dict)
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    scrubber: Scrubber = field(default_factory=Scrubber)
+    """Also applied to removed.jsonl and provenance.json: they name files and ids."""
+    suites: list[dict[str, Any]] = field(default_factory=list)
+    pairs_decontaminated: int = 0
+    prompts: list[Row] = field(default_factory=list)
+    """GRPO prompt candidates (rows with a reference), filtered alongside the rows."""
+    prompt_counts: dict[str, int] = field(default_factory=dict)
+    audit: dict[str, Any] | None = None
+    trimmed: int = 0
+    traces: list[Any] = field(default_factory=list)
+    """Every ingested trace, scrubbed (written as `traces.jsonl`)."""
+    """Rows whose trace went on after its last assistant message (cut there)."""
+
+    def drop_prompts(self, step: str, gone: dict[int, str]) -> None:
+        """Remove GRPO prompts by index, recording why (step `grpo_<step>`)."""
+        for i in sorted(gone):
+            r = self.prompts[i]
+            self.removed.append(
+                {
+                    "step": f"grpo_{step}",
+                    "source": r.source,
+                    "source_id": r.source_id,
+                    "reason": gone[i],
+                }
+            )
+        self.prompts = [r for i, r in enumerate(self.prompts) if i not in gone]
+        self.prompt_counts[step] = len(self.prompts)
+
+    def drop(self, step: str, gone: dict[int, str]) -> None:
+        """Remove rows by index, recording why, and count what is left."""
+        for i in sorted(gone):
+            r = self.rows[i]
+            self.removed.append(
+                {"step": step, "source": r.source, "source_id": r.source_id, "reason": gone[i]}
+            )
+        self.rows = [r for i, r in enumerate(self.rows) if i not in gone]
+        self.counts[step] = len(self.rows)
+
+
+def _rows(traces: list[Any], cfg: CorpusConfig) -> _Build:
+    rows, removed = [], []
+    for t in traces:
+        row = to_row(t)
+        if row is None:
+            removed.append(
+                {
+                    "step": "rows",
+                    "source": t.source,
+                    "source_id": t.source_id,
+                    "reason": "no assistant message",
+                }
+            )
+        else:
+            rows.append(row)
+    b = _Build(rows=rows, counts={"traces": len(traces), "rows": len(rows)}, removed=removed)
+    b.trimmed = sum(1 for r in rows if r.trimmed)
+    b.pairs = preference_pairs(rows, cfg.preference.min_margin) if cfg.preference.enabled else []
+    if cfg.grpo.enabled:
+        b.prompts = grpo_candidates(rows, cfg.grpo.accept_min_score)
+        b.prompt_counts["candidates"] = len(b.prompts)
+    return b
+
+
+def _feedback_gone(rows: list[Row], min_score: float | None, keep_unrated: bool) -> dict[int, str]:
+    gone = {}
+    for i, r in enumerate(rows):
+        if r.score is None:
+            if not keep_unrated:
+                gone[i] = "unrated (filter.keep_unrated is false)"
+        elif min_score is not None and r.score < min_score:
+            gone[i] = f"feedback score {r.score:g} < filter.min_score {min_score:g}"
+    return gone
+
+
+def _dedup(b: _Build, cfg: CorpusConfig) -> None:
+    if cfg.dedup.exact:
+        dup = exact_duplicates([exact_key(r.source, r.prompt_key) for r in b.rows])
+        b.drop(
+            "exact_dedup",
+            {i: f"same source and prompt as {b.rows[j].source_id}" for i, j in dup.items()},
+        )
+    if cfg.dedup.near:
+        params = LshParams(cfg.dedup.threshold, cfg.dedup.num_perm, cfg.dedup.shingle_size)
+        near = near_duplicates([r.text for r in b.rows], params)
+        b.drop(
+            "near_dedup", {i: f"near-duplicate of {b.rows[j].source_id}" for i, j in near.items()}
+        )
+    b.drop_prompts("dedup", prompt_duplicates(b.prompts))
+
+
+def _decontaminate(b: _Build, cfg: CorpusConfig) -> None:
+    from tuneloop.data.decontam_audit import recall_failures
+    from tuneloop.data.decontam_run import decontaminate_sets, suite_report
+
+    spec, audit = cfg.decontaminate, cfg.decontaminate.audit
+    user = "\n".join
+    run = decontaminate_sets(
+        {
+            "rows": [RowText(r.text, r.prompt) for r in b.rows],
+            "preference": [
+                RowText(
+                    _pair_text(p),
+                    user(m["content"] or "" for m in p["prompt"] if m["role"] == "user"),
+                )
+                for p in b.pairs
+            ],
+            "grpo": [_prompt_text(r) for r in b.prompts],
+        },
+        spec.suites,
+        n=spec.n,
+        min_tokens=spec.min_tokens,
+        number_words=spec.number_words,
+        canaries=audit.canaries if audit.enabled else None,
+        seed=audit.seed,
+    )
+    if run.audit is not None:
+        failed = recall_failures(
+            run.audit,
+            audit.min_recall,
+            {str(k): v for k, v in audit.min_recall_by_mutation.items()},
+        )
+        if failed:
+            raise InputError(
+                "decontamination recall audit failed; nothing was written:\n  "
+                + "\n  ".join(failed)
+                + "\n  (per-mutation figures: run with the bar lowered and read "
+                "provenance.json `decontamination_audit`)"
+            )
+    b.suites = [
+        suite_report(
+            found,
+            [(r.source, r.source_id) for r in b.rows],
+            [p["source_id"] for p in b.pairs],
+            [r.source_id for r in b.prompts],
+        )
+        for found in run.suites
+    ]
+    b.audit = run.audit
+    b.drop("decontaminate", {i: run.why(i, "rows") for i in run.removed("rows")})
+    pair_gone = run.removed("preference")
+    b.pairs = [p for i, p in enumerate(b.pairs) if i not in pair_gone]
+    b.pairs_decontaminated = len(pair_gone)
+    b.drop_prompts("decontaminate", {i: run.why(i, "grpo") for i in run.removed("grpo")})
+
+
+def _prompt_text(row: Row) -> RowText:
+    """What decontamination sees of a GRPO prompt: its prompt and its reference answer."""
+    from tuneloop.data.text import conversation_text
+
+    assert row.reference is not None
+    return RowText(conversation_text(row.messages[:-1]) + "\n" + row.reference.answer, row.prompt)
+
+
+def _pair_text(pair: dict[str, Any]) -> str:
+    from tuneloop.data.text import conversation_text
+
+    return conversation_text([*pair["prompt"], *pair["chosen"], *pair["rejected"]])
+
+
+def _bands(b: _Build, cfg: CorpusConfig) -> None:
+    assert cfg.bands is not None
+    spec = cfg.bands
+    if spec.sample_log is not None:
+        rates = bands_mod.prompt_pass_rates(spec.sample_log, spec.suite)
+    else:
+        from tuneloop.data.champion import champion_pass_rates
+
+        assert spec.champion is not None
+        prompts = [_grpo_row(r, cfg) for r in b.prompts]
+        rates = champion_pass_rates(prompts, spec.champion, cfg.grpo.scorer or "numeric")
+    for output, rows, drop in (("sft", b.rows, b.drop), ("grpo", b.prompts, b.drop_prompts)):
+        if output not in spec.outputs:
+            continue
+        gone = {}
+        for i, r in enumerate(rows):
+            r.pass_rate = rates.get(r.prompt_key)
+            r.band = bands_mod.band_of(r.pass_rate, *spec.edges)
+            if r.band not in spec.keep:
+                gone[i] = f"band {r.band} (pass rate {r.pass_rate}) not in bands.keep"
+        drop("bands", gone)
+
+
+def _grpo_row(row: Row, cfg: CorpusConfig) -> dict[str, Any]:
+    out = prompt_row(row, cfg.grpo.scorer, dict(cfg.grpo.scorer_args))
+    assert out is not None  # candidates are rows `prompt_row` accepts
+    return out
