@@ -17,7 +17,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = SRC / "tuneloop"
 
-PHASES = {"serve", "evaluate", "train", "data", "replay", "report", "gate", "archive"}
+PHASES = {"serve", "evaluate", "train", "data", "replay", "report", "gate", "archive", "tracking"}
 SHARED = {"scorers", "stats", "client", "envs", "suite", "scrub"}
 CORE = {
     "config",
@@ -32,7 +32,7 @@ CORE = {
     "envkeys",
     "pidlock",
 }
-ORCHESTRATION = {"loop", "flywheel"}
+ORCHESTRATION = {"loop", "flywheel", "view"}
 ENTRY_POINTS = {
     # `python -m tuneloop` and `python -m tuneloop.serve.app` (what `serving()` spawns) are
     # console scripts (both run `entry.run_app`); nothing may import them.

@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "run": "tuneloop.loop.command:run",
     "watch": "tuneloop.flywheel.watch_command:watch",
     "status": "tuneloop.flywheel.command:status",
+    "view": "tuneloop.view.command:view",
 }
 GROUPS: dict[str, str] = {
     "corpus": "tuneloop.data.command:corpus_app",

@@ -77,7 +77,8 @@ def browser() -> Iterator[Any]:
 class Seen:
     """A page opened from disk, with everything it said and tried."""
 
-    def __init__(self, context: Any, path: Path) -> None:
+    def __init__(self, context: Any, path: Path | str) -> None:
+        """Open `path` (a file) or a URL (`str`, e.g. a served page)."""
         self.problems: list[str] = []
         self.dialogs: list[str] = []
         self.requests: list[str] = []
@@ -86,7 +87,7 @@ class Seen:
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("dialog", self._dialog)
         self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.goto(path.resolve().as_uri())
+        self.page.goto(path if isinstance(path, str) else path.resolve().as_uri())
         self.page.wait_for_load_state("load")
 
     def _console(self, msg: Any) -> None:

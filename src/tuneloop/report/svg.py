@@ -106,8 +106,10 @@ def lines(
     y_label: str,
     y_range: tuple[float, float] | None = None,
     height: int = 240,
+    x_ticks: Sequence[float] | None = None,
 ) -> str:
-    """A line chart of one or more series sharing the axes, with optional bands and legend."""
+    """A line chart of one or more series sharing the axes, with optional bands and legend;
+    `x_ticks` places the x-axis ticks (default: round 1-2-5 steps)."""
     left, right, top, bottom = 64, 20, 24, 36
     xs = [x for s in series for x in s.x]
     ys = [y for s in series for y in (*s.y, *(s.low or ()), *(s.high or ())) if math.isfinite(y)]
@@ -131,7 +133,7 @@ def lines(
     for t in _ticks(ylo, yhi):
         out.append(f'<line x1="{x0}" x2="{x1}" y1="{_n(py(t))}" y2="{_n(py(t))}" class="grid"/>')
         out.append(f'<text x="{x0 - 6}" y="{_n(py(t) + 4)}" class="label">{_fmt(t)}</text>')
-    for t in _ticks(xlo, xhi, 8):
+    for t in x_ticks if x_ticks is not None else _ticks(xlo, xhi, 8):
         out.append(f'<text x="{_n(px(t))}" y="{y0 + 14}" class="tick">{_fmt(t)}</text>')
     for i, s in enumerate(series):
         color = COLORS[i % len(COLORS)]

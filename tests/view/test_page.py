@@ -1,0 +1,59 @@
+"""The dashboard's HTML (view/page.py): self-contained, escaped, and showing every section."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tuneloop.gate.ledger_store import connect
+from tuneloop.view.history import gather
+from tuneloop.view.page import inline_markdown, render_dashboard, timeline
+from tuneloop.view.sources import from_ledger, resolve
+
+from ..report.htmlround import CANARY
+
+
+def test_the_page_is_self_contained_and_escaped(world: Path) -> None:
+    html = render_dashboard(gather(resolve(world, None)))
+    assert "default-src 'none'" in html and "<script" not in html.lower()
+    assert CANARY not in html and "&lt;script&gt;window.__xss" in html
+    # no reference leaves the page: every href is a fragment or a relative run report
+    hrefs = re.findall(r'href="([^"]*)"', html)
+    assert hrefs and all(
+        h.startswith("#") or re.fullmatch(r"runs/[\w.-]+/report\.html", h) for h in hrefs
+    )
+    assert not re.search(r"<[^>]*\ssrc=", html)  # no tag loads anything
+    assert "http://" not in html and "https://" not in html
+    assert html.count('<li class="round ') == 4 and html.count('<li class="champion-event ') == 1
+    for section in (
+        "timeline",
+        "delta-table",
+        "champion-table",
+        "drift-table",
+        "audit-table",
+        "watcher-rounds",
+    ):
+        assert f'id="{section}"' in html, section
+    assert html.count("<svg") == 3  # forest, drift, audit
+    assert html.count('class="log-entry') == 9
+
+
+def test_the_timeline_puts_the_bootstrap_champion_first(world: Path) -> None:
+    items = timeline(gather(resolve(world, None)))
+    kinds = [f"v{i.champion.version}" if i.champion else i.round.key for i in items]  # type: ignore[union-attr]
+    assert kinds == ["v1", "r0001", "r0002", "r0003", "r0004"]  # v2, v3 came from rounds
+
+
+def test_inline_markdown_marks_up_only_code_and_bold() -> None:
+    assert str(inline_markdown("run `x<y>` — **promote**")) == (
+        "run <code>x&lt;y&gt;</code> — <strong>promote</strong>"
+    )
+    assert "<script>" not in str(inline_markdown("`<script>`**<b>**"))
+
+
+def test_an_empty_ledger_says_so(tmp_path: Path) -> None:
+    connect(tmp_path / "ledger.db").close()  # what the first gate would create
+    html = render_dashboard(gather(from_ledger(tmp_path / "ledger.db")))
+    assert "Nothing in the ledger yet" in html and "No champion in the ledger yet" in html
+    assert "No round has a measured Δ yet" in html and "<svg" not in html
+    assert html.count("Not measured") == 2  # drift and audit accuracy
