@@ -28,6 +28,8 @@ NOT_ARTIFACTS: dict[tuple[str, str], str] = {
     ): "a Hugging Face model's config.json (written by transformers)",
     ("train/doctor.py", "weight_files"): "a safetensors shard index (model.safetensors.index.json)",
     ("train/worker.py", "main"): "the worker spec the train phase hands its own subprocess",
+    ("train/diloco_replica.py", "main"): "the spec `run_diloco` hands its replica processes",
+    ("train/plain_ddp.py", "main"): "the spec `run_ddp` hands its torchrun ranks",
     ("gate/command.py", "_read_descriptor"): "a champion descriptor the user writes "
     "(`tuneloop gate --challenger-descriptor FILE`), validated by gate.champion",
 }

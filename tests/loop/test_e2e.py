@@ -28,8 +28,10 @@ pytestmark = pytest.mark.slow
 TRAIN = {"method": "sft", "steps": 6, "batch_size": 16, "learning_rate": 0.003}
 
 
-def write_config(tmp: Path, name: str, **train: object) -> Path:
-    cfg = {
+def write_config(
+    tmp: Path, name: str, tracking: dict[str, str] | None = None, **train: object
+) -> Path:
+    cfg: dict[str, object] = {
         "name": name,
         "workdir": str(tmp / name / "work"),
         "base_model": str(ARITH / "model"),
@@ -39,6 +41,8 @@ def write_config(tmp: Path, name: str, **train: object) -> Path:
         "gate": {"min_items": 50, "ledger": str(tmp / name / "ledger.db")},
         "archive": {"root": str(tmp / name / "archive")},
     }
+    if tracking is not None:
+        cfg["tracking"] = tracking
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -69,7 +73,7 @@ def numbers(work: Path) -> dict[str, object]:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("e2e")
-    cfg = write_config(tmp, "ref")
+    cfg = write_config(tmp, "ref", tracking={"mlflow": "default"})  # MLflow beside the ledger
     done = tuneloop("run", str(cfg))
     assert done.returncode in (0, 1), done.stdout + done.stderr
     return tmp / "ref" / "work"
@@ -90,6 +94,57 @@ def test_uninterrupted_run_reports_archives_and_resumes(reference: Path) -> None
     again = tuneloop("run", str(reference.parent.parent / "ref.yaml"))
     assert "eval_pre: skip" in again.stderr
     assert {p: (reference / p / "phase.json").read_bytes() for p in records} == records
+
+
+def test_mlflow_mirrors_the_ledger(reference: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's round trip: the reference run had `tracking.mlflow: default`; its MLflow
+    run, model version and aliases, read back through MlflowClient, match the ledger."""
+    import mlflow
+
+    from tuneloop.gate import champion_history
+    from tuneloop.records import sha256_path
+
+    rec = json.loads((reference / "track" / "tracking.json").read_text())
+    assert rec["status"] == "logged", rec["error"]
+    uri = f"sqlite:///{reference.parent}/mlflow.db"  # beside ref's gate ledger
+    assert rec["tracking_uri"] == uri
+    state = json.loads((reference / "state.json").read_text())
+    verdict = json.loads((reference / "gate" / "verdict.json").read_text())
+    delta = json.loads((reference / "report" / "delta.json").read_text())
+    c = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    (run,) = c.search_runs([c.get_experiment_by_name("ref").experiment_id])
+    assert run.data.tags["tuneloop.run_id"] == state["run_id"]
+    assert run.data.tags["tuneloop.verdict"] == verdict["decision"]
+    assert run.data.tags["tuneloop.evidence_sha256"] == verdict["evidence_sha256"]
+    m = run.data.metrics
+    assert (m["pre_mean"], m["post_mean"], m["delta"]) == (
+        delta["pre"]["mean"],
+        delta["post"]["mean"],
+        delta["delta"],
+    )
+    assert [m["delta_ci_low"], m["delta_ci_high"], m["p_two_sided"]] == [
+        *delta["delta_ci"],
+        delta["p_two_sided"],
+    ]
+    assert m["gate.promote"] == float(verdict["decision"] == "promote")
+    logged = (reference / "train" / "adapter" / "metrics.jsonl").read_text().splitlines()
+    losses = [row["loss"] for row in map(json.loads, logged) if "loss" in row]
+    history = sorted(c.get_metric_history(run.info.run_id, "train.loss"), key=lambda x: x.step)
+    assert [x.value for x in history] == losses
+    p = run.data.params
+    assert (p["train.method"], p["train.steps"], p["train.learning_rate"]) == ("sft", "6", "0.003")
+    (version,) = c.search_model_versions("name = 'ref'")  # the re-run added none
+    assert version.run_id == run.info.run_id
+    aliases = {a: int(v) for a, v in c.get_registered_model("ref").aliases.items()}
+    champions = champion_history(reference.parent / "ledger.db")
+    if verdict["decision"] == "promote":
+        assert champions[-1]["run_id"] == state["run_id"]
+        assert aliases == {"challenger": int(version.version), "champion": int(version.version)}
+    else:
+        assert aliases == {"challenger": int(version.version)}
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    served = mlflow.artifacts.download_artifacts("models:/ref@challenger")
+    assert sha256_path(Path(served)) == state["phases"]["merge"]["outputs"]["merge/model"]
 
 
 def _lines(folder: Path, pattern: str) -> int:

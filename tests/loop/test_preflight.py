@@ -414,3 +414,17 @@ def test_gate_power_formula_is_the_stats_one(n: int, sd: float, alpha: float) ->
     for effect in (0.01, 0.02, 0.1, 0.3):
         want = items_needed(effect, sd, alpha, POWER, two_sided=False)
         assert gate_items_needed(effect, sd, alpha) == want
+
+
+def test_training_settings_this_machine_cannot_run_are_refused_before_compute(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tuneloop.train.strategy import installed
+
+    if installed("deepspeed"):
+        pytest.skip("deepspeed is installed here")
+    args = ("check", str(project / "loop.yaml"), "train.distributed.strategy=deepspeed")
+    rc, _, err = cli(capsys, monkeypatch, *args)
+    assert rc == 2, err
+    assert "train.distributed.strategy (override): deepspeed needs the `deepspeed` package" in err
+    assert_nothing_written(project)

@@ -118,3 +118,20 @@ def test_nonfinite_warn_mode_trains_on(tmp_path: Path, capsys: pytest.CaptureFix
     cb = HealthCallback(HealthConfig(on_nonfinite="warn"), phase="sft", checkpoints=tmp_path)
     cb.on_log(None, _state(3), SimpleNamespace(should_save=False), logs={"loss": math.inf})
     assert "step 3: non-finite loss=inf" in capsys.readouterr().err
+
+
+def test_restore_from_a_final_full_model_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
+    """`train.adapter: none`: a final checkpoint holds the whole model, not an adapter."""
+    import torch
+    from safetensors.torch import save_file
+
+    from tuneloop.train.common import load_model
+    from tuneloop.train.health import restore_adapter
+
+    model = load_model(tiny_model)
+    saved = {k: v.clone() + 1.0 for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    (tmp_path / "checkpoint-2").mkdir()
+    save_file(saved, str(tmp_path / "checkpoint-2" / "model.safetensors"))
+    restore_adapter(model, tmp_path / "checkpoint-2")
+    now = model.state_dict()
+    assert all(torch.equal(now[k], saved[k]) for k in saved)

@@ -23,6 +23,7 @@ from tuneloop.config.base import ConfigPath, Section
 from tuneloop.config.flywheel import FlywheelConfig
 from tuneloop.config.replay import ReplayConfig
 from tuneloop.config.rolling import RollingConfig
+from tuneloop.config.tracking import TrackingConfig
 from tuneloop.config.train import CompositeConfig as CompositeConfig
 from tuneloop.config.train import GrpoConfig as GrpoConfig
 from tuneloop.config.train import LoraConfig as LoraConfig
@@ -56,6 +57,10 @@ class ExternalArm(Section):
     """The served model name to request for this arm."""
     base_url: str | None = None
     """This arm's OpenAI-compatible base URL ending in /v1; None uses `serve.external.base_url`."""
+    replicas: list[str] = []
+    """Further base URLs serving this arm's same model (e.g. one vLLM server per GPU or node):
+    the eval spreads its requests over `base_url` and these, `eval.concurrency` in flight on
+    each, and retries a failed replica's requests on the others."""
 
 
 class ExternalConfig(Section):
@@ -124,6 +129,11 @@ class ServerConfig(Section):
     arrive while it decodes join the running batch at a step boundary."""
     max_tokens_cap: int = Field(default=2048, gt=0)
     """Largest `max_tokens` a request may ask for."""
+    max_model_len: int | None = Field(default=None, gt=0)
+    """Embedded server: most positions (prompt + completion) a request may use; None uses the
+    model's `max_position_embeddings`. Larger only for position encodings without a hard limit
+    (RoPE), and useful only where the model was trained at those lengths (vLLM's
+    `--max-model-len`; with `backend: vllm`, `serve.vllm.max_model_len` wins)."""
     max_body_bytes: int = Field(default=1 << 20, gt=0)
     """Embedded server: largest request body in bytes (larger ones get a 413)."""
     max_rows: int = Field(default=1024, gt=0)
@@ -227,7 +237,8 @@ class EvalConfig(Section):
     seed: int = 0
     """Base seed; per-sample seeds derive from (seed, item id, sample index)."""
     concurrency: int = Field(default=32, gt=0)
-    """Requests in flight at once."""
+    """Requests in flight at once, per endpoint: an eval spread over several replicas
+    (`tuneloop eval --endpoint A --endpoint B`) keeps this many in flight on each."""
     max_retries: int = Field(default=8, ge=0)
     """Retries per request for connection errors, timeouts, 429 and 5xx (never scored)."""
     request_timeout_s: float = Field(default=120.0, gt=0)
@@ -340,6 +351,10 @@ class LoopConfig(Section):
     gate: GateConfig = GateConfig()
     archive: ArchiveConfig = ArchiveConfig()
     flywheel: FlywheelConfig = FlywheelConfig()
+    tracking: TrackingConfig = TrackingConfig()
+    """MLflow interop (`tuneloop[mlflow]`): each round logged as an MLflow run, its merged model
+    registered, `@champion` following the ledger's promotions. The ledger stays the
+    source of truth: a failed write never fails the run, and the next run retries it."""
     replay: ReplayConfig = ReplayConfig()
     """Teacher replay (`tuneloop replay`): traces, teachers file, sampled steps, judge. With
     `replay.teachers` set the loop runs a `replay` phase after `data` (on `replay.traces`, or

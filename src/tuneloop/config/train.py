@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tuneloop.config.base import ConfigPath, Section
+from tuneloop.config.diloco import DilocoConfig
+from tuneloop.config.distributed import DistributedConfig
 from tuneloop.config.health import CheckpointConfig, HealthConfig
 
 
@@ -88,7 +90,12 @@ class TrainConfig(Section):
     seed: int = 0
     """Training seed."""
     nproc: int = Field(default=1, ge=1)
-    """Processes (torchrun --nproc_per_node) for training."""
+    """Processes for training (`train.distributed.launcher` starts them when more than one)."""
+    distributed: DistributedConfig = DistributedConfig()
+    """Launcher (torchrun, accelerate), strategy (DDP, FSDP, DeepSpeed) and memory options."""
+    adapter: Literal["lora", "none"] = "lora"
+    """`lora`: train a LoRA adapter (`train.lora`); `none`: full fine-tuning of every weight, and
+    the merge phase takes the trained model as the merged one."""
     lora: LoraConfig = LoraConfig()
     grpo: GrpoConfig = GrpoConfig()
     composite: CompositeConfig = CompositeConfig()
@@ -119,6 +126,8 @@ class TrainConfig(Section):
     """Resumable checkpoints every N steps; a re-run resumes from the newest."""
     health: HealthConfig = HealthConfig()
     """Stop rules: a non-finite loss or gradient, a GRPO collapse."""
+    diloco: DilocoConfig = DilocoConfig()
+    """DiLoCo across replica processes (torchft): `replicas: 0` leaves it off."""
 
 
 class MergeConfig(Section):

@@ -1,12 +1,14 @@
 """The phase table: the only place that knows the order of the loop.
 
     data? → replay? → eval_pre → train → merge → doctor → eval_post → report → gate
-          → capstone → archive → promote
+          → capstone → archive → promote → track?
 
 `replay` (on when `replay.teachers` is set) sends the data phase's traces, or
 `replay.traces`, to the teachers; training reads its rows or pairs (`loop.corpus_data`). The
-gate decides; `promote` — last, after the archive verifies — is the only phase that
+gate decides; `promote` — after the archive verifies — is the only phase that
 changes the champion, so a crash anywhere in between leaves the old champion in charge.
+`track` (on when `tracking.mlflow` is set, `loop.track`) mirrors the decided round into
+MLflow; its failure never fails the run, and its `retry` hook writes again on the next run.
 
 Each phase declares its inputs (upstream phases and external files, hashed into its
 fingerprint), its config subset, and the outputs it must leave in its own folder under the
@@ -38,6 +40,7 @@ from tuneloop.loop.adapters import (
 )
 from tuneloop.loop.corpus_data import replay_files
 from tuneloop.loop.integrity import preflight_gate, run_promote
+from tuneloop.loop.track import run_track, tracking_retry
 
 __all__ = ["PHASES", "PHASE_NAMES", "Phase", "PhaseContext"]
 
@@ -61,6 +64,9 @@ class Phase:
     preflight: Callable[[LoopConfig, Path, bool], None] | None = None
     """Checked before any phase runs when this phase will run: (config, workdir, whether its
     upstream phases are all unchanged). Raises `InputError` to refuse the run."""
+    retry: Callable[[LoopConfig, Path], str | None] | None = None
+    """(config, its folder) → why a finished phase whose outputs verify runs again, in place
+    and in the same round; None to skip it. `track` retries a failed MLflow write."""
 
 
 # ---- the table ----------------------------------------------------------------------------
@@ -198,6 +204,15 @@ PHASES: tuple[Phase, ...] = (
         outputs=("promotion.json",),
         after=("gate", "archive"),
         enabled=lambda c: c.gate.enabled,
+    ),
+    Phase(
+        "track",
+        run_track,
+        outputs=("tracking.json",),
+        after=("merge", "report", "gate", "capstone", "archive", "promote"),
+        # the tracking section is left out: another store is a retry, not a new round
+        enabled=lambda c: c.tracking.mlflow is not None,
+        retry=tracking_retry,
     ),
 )
 

@@ -6,7 +6,8 @@ Run by `tuneloop check` and at the start of `tuneloop run` (also `--plan`). It c
 once: every plugin name against its registry (serve.backend, train.method, every scorer the
 suite and the GRPO reward name); every slice against `suite.slices`, loading the suite; every
 input path (exists, readable, folder or file), with the `replay:` section's teachers file
-(`tuneloop.replay.teachers.check_replay`); and the rules that tie sections together — the
+(`tuneloop.replay.teachers.check_replay`) and the `tracking:` section's MLflow store
+(`tuneloop.tracking.check_uri`); and the rules that tie sections together — the
 gate slice is evaluated and leaves at least one item for the report, holds at least
 `gate.min_items`, pass@k has k ≤ eval.n_samples, training has a data source, an external
 endpoint is an http(s) URL, a replay has traces and a replay output training reads has a
@@ -129,6 +130,7 @@ def preflight(cfg: LoopConfig) -> Findings:
     _check_paths(cfg, found)
     _check_rules(cfg, found)
     _check_external(cfg, found)
+    _check_training(cfg, found)
     suite = _load_suite(cfg, found)
     if suite is not None:
         gate_items = _check_slices(cfg, suite, found)
@@ -190,6 +192,7 @@ def _check_paths(cfg: LoopConfig, found: Findings) -> None:
 
     for key, message in check_replay(cfg.replay):
         found.error(key, message)
+    _check_tracking(cfg, found)
     # Outputs need not exist yet, but what exists must be of the right kind.
     for key, path, kind in (
         ("workdir", cfg.workdir, "folder"),
@@ -201,6 +204,31 @@ def _check_paths(cfg: LoopConfig, found: Findings) -> None:
                 key,
                 f"{path}: expected a {kind}, found a {'file' if kind == 'folder' else 'folder'}",
             )
+
+
+def _check_tracking(cfg: LoopConfig, found: Findings) -> None:
+    """`tracking.mlflow`: the client installed, a store MLflow accepts (`tuneloop.tracking`)."""
+    if cfg.tracking.mlflow is None:
+        return
+    from tuneloop.loop.layout import ledger_path
+    from tuneloop.tracking import check_uri
+
+    errors, warnings = check_uri(cfg.tracking.mlflow, ledger_path(cfg).parent)
+    for message in errors:
+        found.error("tracking.mlflow", message)
+    for message in warnings:
+        found.warn("tracking.mlflow", message)
+
+
+def _check_training(cfg: LoopConfig, found: Findings) -> None:
+    """`train.distributed` / `train.adapter` settings this machine cannot run (a missing
+    deepspeed or bitsandbytes, 4-bit without a GPU), found before eval_pre spends compute."""
+    if cfg.merge.zero_adapter:
+        return  # the control arm trains nothing
+    from tuneloop.train.strategy import strategy_problems
+
+    for key, message in strategy_problems(cfg.train):
+        found.error(key, message)
 
 
 def _check_rules(cfg: LoopConfig, found: Findings) -> None:

@@ -13,6 +13,10 @@ rows (the evaluation fills only the missing keys). A re-run that redoes a phase 
 finished starts a new round: a new run id, the old one listed in `state.json`, so that its
 verdict, archive and ledger rows are never reused for other evidence or overwritten.
 
+A finished phase whose outputs verify may still run again, in place and in the same round,
+when its `retry` hook says why (`track`: the last MLflow write failed, or the tracking
+settings changed); nothing it depends on changed, so it is not a redo.
+
 Before the first phase runs, each phase that will run gets its `preflight` (the gate refuses a
 slice whose items a verdict already looked at), so a run that cannot end in an honest decision
 is refused before any compute is spent.
@@ -188,6 +192,9 @@ class Runner:
             return Decision("redo", "fingerprint changed (config, inputs or code)", fp, inputs)
         if not outputs_verify(prev, self.workdir):
             return Decision("redo", "recorded outputs no longer verify", fp, inputs)
+        again = phase.retry(self.cfg, self.workdir / phase.name) if phase.retry else None
+        if again:  # in place and in this round: nothing it depends on changed
+            return Decision("run", again, fp, inputs, keep=True)
         return Decision("skip", "fingerprint matches and outputs verify", fp, inputs)
 
     def plan(self) -> list[PlanLine]:

@@ -26,6 +26,7 @@ def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: floa
     report = cfg.workdir / "capstone" / "report.md"
     if report.exists():
         console.print(f"report: {report}")
+    _print_tracking(cfg, console)
     verdict_path = cfg.workdir / "gate" / "verdict.json"
     if not cfg.gate.enabled or not verdict_path.exists():
         console.print(f"gate: off; phase work {work:.1f}s")
@@ -45,3 +46,25 @@ def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: floa
         console.print(f"champion: v{promotion.champion_version} ({where})")
         return 0
     return 1
+
+
+def _print_tracking(cfg: LoopConfig, console: Console) -> None:
+    """The MLflow mirror's state (`tracking.mlflow`), repeated here so a failure is not missed."""
+    from tuneloop.records import read_record_if_exists
+    from tuneloop.tracking import TRACKING_FILE, TrackingRecord
+
+    path = cfg.workdir / "track" / TRACKING_FILE
+    rec = read_record_if_exists(path, TrackingRecord) if cfg.tracking.mlflow else None
+    if rec is None:
+        return
+    if rec.status == "failed":
+        line = (
+            f"mlflow: not written (attempt {rec.attempts}; the ledger is the source of truth; "
+            f"the next `tuneloop run` retries): {path}"
+        )
+        console.print(line, style="yellow", markup=False, highlight=False, soft_wrap=True)
+        return
+    version = f", {rec.registered_model} v{rec.model_version}" if rec.model_version else ""
+    aliases = "".join(f" @{a}" for a in rec.aliases)
+    line = f"mlflow: run {rec.mlflow_run_id}{version}{aliases} ({rec.tracking_uri})"
+    console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -27,6 +27,9 @@ RECORDS: dict[str, tuple[str, str]] = {
     "ReplayCall": ("tuneloop.records.replay", "<replay out>/calls.jsonl (`tuneloop replay`)"),
     "ReplayReport": ("tuneloop.records.replay", "<replay out>/report.json"),
     "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
+    "DilocoRunRecord": ("tuneloop.train.diloco", "train/adapter/diloco.json (train.diloco)"),
+    "ReplicaSummary": ("tuneloop.train.diloco", "train/adapter/replica_<i>.json (train.diloco)"),
+    "DdpRankSummary": ("tuneloop.train.plain_ddp", "<out>/ddp_rank_<r>.json (DiLoCo's reference)"),
     "FlywheelStatus": ("tuneloop.flywheel.status", "`tuneloop status --json`"),
     "RoundRecord": ("tuneloop.loop.rounds", "<workdir>/rounds/<id>/round.json"),
     "RoundTrigger": (
@@ -38,6 +41,7 @@ RECORDS: dict[str, tuple[str, str]] = {
     "SealedBar": ("tuneloop.gate.seal", "eval_post/sealed_bar.json"),
     "GateVerdict": ("tuneloop.gate.verdict_record", "gate/verdict.json"),
     "Promotion": ("tuneloop.gate.promotion", "promote/promotion.json"),
+    "TrackingRecord": ("tuneloop.tracking.facts", "track/tracking.json (MLflow interop)"),
     "PhaseRecord": ("tuneloop.loop.state", "<phase>/phase.json, and each phase in state.json"),
     "RunState": ("tuneloop.loop.state", "state.json"),
     "Manifest": ("tuneloop.records.manifest", "<archive root>/<run>/manifest.json"),

@@ -45,7 +45,7 @@ def train(
     settings: TrainConfig,
     slicing: SlicingConfig,
 ) -> None:
-    """Train a LoRA adapter with SFT, GRPO or DPO (TRL + PEFT).
+    """Train a LoRA adapter (or, with --adapter none, the whole model) with SFT, GRPO or DPO.
 
     Every setting of loop.yaml's `train:` section is an option (`lora.r` is `--lora-r`).
     """

@@ -2,7 +2,8 @@
 
 Deliberate choices: TRL/transformers' own tqdm bars, wandb and every other reporter are off
 (`report_to="none"`); tuneloop draws one rich bar and writes metrics.jsonl itself. On CPU the
-model trains in float32 (`use_cpu=True`, no bf16); on a GPU in bfloat16. Checkpoints go to
+model trains in float32 (`use_cpu=True`, no bf16); on a GPU in bfloat16; `train.distributed`
+(strategy.py) adds FSDP/DeepSpeed, gradient checkpointing and 4-bit loading. Checkpoints go to
 `<out>/checkpoints/<stage>/` only when `train.checkpoint.every` asks (checkpoints.py), and
 transformers' `logging_nan_inf_filter` is off: it would log a NaN loss as the running mean, and
 health.py must see it.
@@ -41,13 +42,29 @@ def on_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def load_model(base: Path) -> Any:
-    """The base causal LM, float32 on CPU and bfloat16 on GPU."""
+def load_model(base: Path, s: TrainSettings | None = None) -> Any:
+    """The base causal LM: float32 on CPU; on a GPU bfloat16 (unless `train.distributed.bf16`
+    is false) or, for QLoRA (`load_in_4bit`), 4-bit NF4 prepared for k-bit training."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    dtype = torch.bfloat16 if on_gpu() else torch.float32
-    return AutoModelForCausalLM.from_pretrained(str(base), dtype=dtype)
+    from tuneloop.train.strategy import bf16_on
+
+    gpu = on_gpu()
+    half = bf16_on(s, gpu) if s is not None else gpu
+    dtype = torch.bfloat16 if gpu and half else torch.float32
+    if s is None or not s.distributed.load_in_4bit:
+        return AutoModelForCausalLM.from_pretrained(str(base), dtype=dtype)
+    from peft import prepare_model_for_kbit_training
+    from transformers import BitsAndBytesConfig
+
+    quant = BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype
+    )
+    model = AutoModelForCausalLM.from_pretrained(str(base), quantization_config=quant)
+    return prepare_model_for_kbit_training(
+        model, use_gradient_checkpointing=s.distributed.gradient_checkpointing
+    )
 
 
 def load_tokenizer(base: Path) -> Any:
@@ -60,6 +77,9 @@ def load_tokenizer(base: Path) -> Any:
 
 
 def lora_config(s: TrainSettings) -> Any:
+    """PEFT's LoraConfig from `train.lora`; None for full fine-tuning (`train.adapter: none`)."""
+    if s.adapter == "none":
+        return None
     from peft import LoraConfig
 
     return LoraConfig(
@@ -79,6 +99,7 @@ def common_args(
     `stage` names the folder of this trainer's checkpoints (`sft`, `sft_warmup`, `grpo`, …).
     """
     from tuneloop.train.checkpoints import checkpoint_args, stage_dir
+    from tuneloop.train.strategy import strategy_args
 
     gpu = on_gpu()
     if s.torch_threads:
@@ -100,7 +121,7 @@ def common_args(
         "report_to": "none",
         "disable_tqdm": True,
         "use_cpu": not gpu,
-        "bf16": gpu,
+        **strategy_args(s, gpu),
         "gradient_accumulation_steps": 1,
         "dataloader_num_workers": 0,
         "ddp_find_unused_parameters": False,

@@ -41,7 +41,7 @@ def train_dpo(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw
     )
     trainer = without_printer(
         DPOTrainer(
-            model=load_model(base),
+            model=load_model(base, s),
             args=args,
             train_dataset=Dataset.from_list(dpo_rows(rows)),
             processing_class=load_tokenizer(base),

@@ -103,7 +103,7 @@ def warm_started(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, *
     from tuneloop.train.sft import build_sft_trainer
 
     tokenizer = load_tokenizer(base)
-    model: Any = load_model(base)
+    model: Any = load_model(base, s)
     if s.sft_warmup_steps <= 0:
         return model, tokenizer, True
     warm_settings = s.model_copy(

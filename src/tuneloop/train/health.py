@@ -120,7 +120,10 @@ def is_main_process() -> bool:
 
 def fit(trainer: Any, s: TrainSettings, stage: str) -> Any:
     """`trainer.train()` under the health checks, resumed from the stage's newest checkpoint."""
+    from tuneloop.train.strategy import prepare
+
     folder = Path(trainer.args.output_dir)
+    prepare(trainer)
     trainer.add_callback(HealthCallback(s.health, phase=stage, checkpoints=folder))
     resume = last_checkpoint(folder)
     step = (checkpoint_step(resume) or 0) if resume is not None else 0
@@ -141,8 +144,13 @@ def fit(trainer: Any, s: TrainSettings, stage: str) -> Any:
 
 
 def restore_adapter(model: Any, checkpoint: Path) -> None:
-    """Load a checkpoint's LoRA weights into `model` (a PEFT model) in place."""
+    """Load a checkpoint's LoRA weights into `model` (a PEFT model) in place; for full
+    fine-tuning (no adapter file) the checkpoint's whole model."""
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
+    if not (checkpoint / "adapter_model.safetensors").is_file():
+        # tied weights (lm_head) are saved once, hence strict=False
+        model.load_state_dict(load_file(str(checkpoint / "model.safetensors")), strict=False)
+        return
     set_peft_model_state_dict(model, load_file(str(checkpoint / "adapter_model.safetensors")))

@@ -6,7 +6,9 @@ difference between base and zero-adapter evals is a merge/serialisation artifact
 training). The output holds weights, tokenizer, and a generation config that stops on the
 chat template's end-of-turn token, plus `lineage.json` (base and adapter hashes). If the output
 already exists with the same lineage, nothing is done; the new checkpoint is written to a temp
-folder and renamed, so a crash never leaves a half-written model.
+folder and renamed, so a crash never leaves a half-written model. After full fine-tuning
+(`train.adapter: none`) the "adapter" folder holds a whole model: it is taken as the merged
+model (in the base's dtype, with the base's tokenizer), through the same save path and checks.
 
 Before the rename, the merged weights are compared with the base's, tensor by tensor from the
 safetensors files: the largest absolute difference goes into `lineage.json`, and a merge whose
@@ -44,7 +46,8 @@ class Lineage(Record):
     base_sha256: str
     """sha256 over the base checkpoint's files."""
     adapter: str | None
-    """Path of the LoRA adapter; None for the zero-adapter control."""
+    """Path of the LoRA adapter (or the fully fine-tuned model); None for the zero-adapter
+    control."""
     adapter_sha256: str | None
     """sha256 over the adapter folder; None for the zero-adapter control."""
     end_of_turn_token_id: int | None = None
@@ -54,6 +57,9 @@ class Lineage(Record):
     measured (a base without safetensors weights)."""
     max_diff_tensor: str | None = None
     """The tensor where `max_abs_diff` was found."""
+    full_model: bool = False
+    """True when `adapter` is a fully fine-tuned model (`train.adapter: none`), taken as the
+    merged weights instead of merged into the base."""
 
 
 def lineage_for(base: Path, adapter: Path | None) -> Lineage:
@@ -74,9 +80,10 @@ def check_inputs(base: Path, adapter: Path | None) -> None:
         raise InputError(f"{base}: not a model folder (no config.json); expected --base MODEL")
     if adapter is None:
         return
-    if not (adapter / "adapter_config.json").is_file():
+    if not (adapter / "adapter_config.json").is_file() and not is_full_model(adapter):
         raise InputError(
-            f"{adapter}: not a LoRA adapter (no adapter_config.json); `tuneloop train` produces one"
+            f"{adapter}: not a LoRA adapter (no adapter_config.json) nor a fully fine-tuned "
+            "model (no config.json); `tuneloop train` produces one"
         )
     settings = adapter / "train_settings.json"
     if settings.is_file():
@@ -86,6 +93,11 @@ def check_inputs(base: Path, adapter: Path | None) -> None:
                 f"{settings}: the adapter was trained on a different base "
                 f"(base_model_sha256 {trained_on[:12]}… ≠ {base})"
             )
+
+
+def is_full_model(folder: Path) -> bool:
+    """`folder` holds a whole trained model (`train.adapter: none`), not a LoRA adapter."""
+    return (folder / "config.json").is_file() and not (folder / "adapter_config.json").is_file()
 
 
 def merge(base: Path, adapter: Path | None, out_dir: Path, *, min_change: float = 0.0) -> Path:
@@ -110,7 +122,12 @@ def merge(base: Path, adapter: Path | None, out_dir: Path, *, min_change: float 
         diff, where = weight_change(base, tmp)
         if adapter is not None:
             check_change(adapter, diff, where, min_change)
-        update = {"end_of_turn_token_id": eot, "max_abs_diff": diff, "max_diff_tensor": where}
+        update = {
+            "end_of_turn_token_id": eot,
+            "max_abs_diff": diff,
+            "max_diff_tensor": where,
+            "full_model": adapter is not None and is_full_model(adapter),
+        }
         write_record(tmp / LINEAGE_FILE, lineage.model_copy(update=update))
         os.replace(tmp, out_dir)
     except BaseException:
@@ -126,8 +143,12 @@ def write_merged(base: Path, adapter: Path | None, out: Path) -> int | None:
     from tuneloop.train.common import quiet
 
     quiet()
-    model: Any = AutoModelForCausalLM.from_pretrained(str(base), dtype="auto")
-    if adapter is not None:
+    if adapter is not None and is_full_model(adapter):
+        # full fine-tuning: the trained model is the merged one (saved in the base's dtype)
+        model: Any = AutoModelForCausalLM.from_pretrained(str(adapter), dtype=base_dtype(base))
+    else:
+        model = AutoModelForCausalLM.from_pretrained(str(base), dtype="auto")
+    if adapter is not None and not is_full_model(adapter):
         from peft import PeftModel
 
         model = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
@@ -139,6 +160,14 @@ def write_merged(base: Path, adapter: Path | None, out: Path) -> int | None:
     tokenizer.save_pretrained(str(out))
     model.generation_config.save_pretrained(str(out))
     return eot
+
+
+def base_dtype(base: Path) -> Any:
+    """The base's weight dtype (config.json's `dtype`/`torch_dtype`), or "auto"."""
+    import json
+
+    cfg = json.loads((base / "config.json").read_text(encoding="utf-8"))
+    return cfg.get("dtype") or cfg.get("torch_dtype") or "auto"
 
 
 def weight_change(base: Path, merged: Path) -> tuple[float | None, str | None]:

@@ -1,7 +1,8 @@
 """Built-in trainers, registered by name in `tuneloop.registry.trainers`.
 
 A trainer is a callable `(base, rows, out_dir, settings, *, nproc, default_scorer, progress)`
-that trains and leaves a PEFT adapter (and metrics.jsonl) in `out_dir`. Plugins register the
+that trains and leaves a PEFT adapter (or, with `train.adapter: none`, the whole model) and
+metrics.jsonl in `out_dir`. Plugins register the
 same shape under the `tuneloop.trainers` entry-point group.
 """
 
@@ -16,7 +17,9 @@ from tuneloop.train.settings import TrainSettings
 
 
 def _save(trainer: Any, out_dir: Path) -> None:
-    trainer.save_model(str(out_dir))
+    from tuneloop.train.strategy import save_trained
+
+    save_trained(trainer, out_dir)
 
 
 @trainers.register("grpo")

@@ -4,9 +4,10 @@ Order: read and validate the data and refuse contamination *before* loading any 
 in `<out>.partial/` beside `out_dir`, which holds `train_settings.json` (a versioned record with
 data sha256, base model hash and the contamination allowance) from the start; then drop the
 checkpoints and rename the folder into place, so `out_dir` is either absent or a complete
-adapter. With `nproc > 1` the training itself runs in `python -m torch.distributed.run
---nproc_per_node N -m tuneloop.train.worker` (gloo on CPU); everything else stays in this
-process.
+adapter (or, with `train.adapter: none`, a whole model). With `nproc > 1` the training itself
+runs in N worker processes started by torchrun or `accelerate launch` (launch.py; gloo on CPU);
+everything else stays in this process. With `train.diloco.replicas` it runs as DiLoCo
+replica processes under torchft (diloco.py).
 
 Resume (`train.checkpoint.every` > 0): a run that is killed or fails keeps `<out>.partial/` when
 it holds a checkpoint, and the same command resumes there, saying so on stderr. Deliberately,
@@ -17,10 +18,8 @@ place returns it. `seconds` in the record counts only the last (resumed) segment
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -38,9 +37,11 @@ from tuneloop.registry import trainers
 from tuneloop.train.checkpoints import CHECKPOINTS, any_checkpoint
 from tuneloop.train.common import quiet
 from tuneloop.train.data import read_rows
+from tuneloop.train.diloco import check_diloco, run_diloco
 from tuneloop.train.hygiene import check_contamination
+from tuneloop.train.launch import launch_workers
 from tuneloop.train.settings import TrainRunRecord, TrainSettings
-from tuneloop.train.worker import WORKER_ERROR
+from tuneloop.train.strategy import check_strategy
 
 SETTINGS_FILE = "train_settings.json"
 
@@ -74,7 +75,7 @@ def train(
     default_scorer: str = "numeric",
     progress: bool = True,
 ) -> Path:
-    """Train a LoRA adapter on `data` and return its folder (`out_dir`).
+    """Train a LoRA adapter (or the whole model) on `data`; return its folder (`out_dir`).
 
     `settings` is loop.yaml's `train:` section (`TrainConfig`): the method, its knobs, the
     process count and the contamination allowance all come from it.
@@ -83,6 +84,9 @@ def train(
     method, nproc = settings.method, settings.nproc
     trainer_fn = trainers.get(method)
     check_pairs(settings)
+    check_strategy(settings)
+    if settings.diloco.replicas:
+        check_diloco(settings)
     check_base(base)
     rows = read_rows(data)
     hits = check_contamination(rows, suite_paths, settings.allow_contamination)
@@ -95,12 +99,14 @@ def train(
         t0 = time.perf_counter()
         quiet()
         kw = {"nproc": nproc, "default_scorer": default_scorer, "progress": progress}
-        if nproc > 1:
-            launch_workers(method, base, data, work, settings, nproc, kw)
+        if settings.diloco.replicas:
+            run_diloco(base, data, work, settings)
+        elif nproc > 1:
+            launch_workers(method, base, data, work, settings, kw)
         else:
             trainer_fn(base, rows, work, settings, **kw)
-        if not (work / "adapter_config.json").is_file():
-            raise PhaseFailed(f"training ({method}) finished without writing an adapter")
+        if not has_trained_output(work):
+            raise PhaseFailed(f"training ({method}) finished without writing an adapter or model")
         seconds = round(time.perf_counter() - t0, 3)
         write_record(work / SETTINGS_FILE, record.model_copy(update={"seconds": seconds}))
         shutil.rmtree(work / CHECKPOINTS, ignore_errors=True)
@@ -109,6 +115,11 @@ def train(
         keep_or_remove(work)
         raise
     return out_dir
+
+
+def has_trained_output(folder: Path) -> bool:
+    """A LoRA adapter, or (`train.adapter: none`) a whole model, is in `folder`."""
+    return (folder / "adapter_config.json").is_file() or (folder / "config.json").is_file()
 
 
 def run_record(
@@ -158,7 +169,7 @@ def run_differences(old: TrainRunRecord, new: TrainRunRecord) -> list[str]:
 def finished(out_dir: Path, record: TrainRunRecord) -> Path:
     """`out_dir` when it already holds this run's adapter (a re-run); InputError otherwise."""
     done = out_dir / SETTINGS_FILE
-    complete = (out_dir / "adapter_config.json").is_file() and done.is_file()
+    complete = has_trained_output(out_dir) and done.is_file()
     if complete and not run_differences(read_record(done, TrainRunRecord), record):
         print(f"train: {out_dir} already holds this run's adapter", file=sys.stderr)
         return out_dir
@@ -202,42 +213,6 @@ def keep_or_remove(work: Path) -> None:
         )
     else:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def launch_workers(
-    method: str, base: Path, data: Path, tmp: Path, s: TrainSettings, nproc: int, kw: dict
-) -> None:
-    """Run the training under torchrun with `nproc` processes; PhaseFailed on failure."""
-    spec = {
-        "method": method,
-        "base": str(base),
-        "data": str(data),
-        "out_dir": str(tmp),
-        "settings": s.model_dump(mode="json"),
-        "kw": kw,
-    }
-    spec_path = tmp / "worker_spec.json"
-    spec_path.write_text(json.dumps(spec), encoding="utf-8")
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc_per_node={nproc}",
-        "-m",
-        "tuneloop.train.worker",
-        str(spec_path),
-    ]
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    proc = subprocess.run(cmd, env=env, check=False)
-    spec_path.unlink(missing_ok=True)
-    error = tmp / WORKER_ERROR
-    if proc.returncode != 0 and error.is_file():
-        message = error.read_text(encoding="utf-8")
-        error.unlink()
-        raise PhaseFailed(message)
-    if proc.returncode != 0:
-        raise PhaseFailed(f"torchrun training exited with status {proc.returncode}: {cmd}")
 
 
 def library_versions() -> dict[str, str]:

@@ -126,7 +126,7 @@ def train_sft(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw
         Path(out_dir) / "metrics.jsonl", phase="sft", progress=kw.get("progress", True)
     )
     trainer = build_sft_trainer(
-        load_model(base),
+        load_model(base, s),
         tokenizer,
         sft_rows(rows),
         s,
