@@ -26,6 +26,7 @@ NOT_ARTIFACTS: dict[tuple[str, str], str] = {
         "serve/server.py",
         "preflight",
     ): "a Hugging Face model's config.json (written by transformers)",
+    ("train/merge.py", "base_dtype"): "a Hugging Face model's config.json (its weight dtype)",
     ("train/doctor.py", "weight_files"): "a safetensors shard index (model.safetensors.index.json)",
     ("train/worker.py", "main"): "the worker spec the train phase hands its own subprocess",
     ("train/diloco_replica.py", "main"): "the spec `run_diloco` hands its replica processes",
