@@ -13,6 +13,12 @@ written as version 2 of the row schema; a plain row stays version 1, so a reader
 agents still reads plain logs, and refuses (by version, with "upgrade tuneloop") an agent log.
 `rows_on_scorer` re-reads a log on one of those named outputs: that is how the report and the
 gate work on any scorer's output (`report.scorer`, the bar's `scorer`).
+
+An eval spread over several replicas (`tuneloop eval --endpoint A --endpoint B`) lists them,
+with what each served, in the summary's `replicas` (summary version 3, written only then).
+Which replica answered a sample is deliberately not in its row: the request does not depend on
+the replica, so a greedy row is the same whichever one served it, and a log is comparable
+with a single-endpoint log of the same eval row for row.
 """
 
 from __future__ import annotations
@@ -191,6 +197,19 @@ class ServedAs(BaseModel):
     """True for a deliberate A/A control: pre and post are the same external model."""
 
 
+class ReplicaUse(BaseModel):
+    """One replica of an eval spread over several, and what it did in the last run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    endpoint: str
+    """The replica's base URL."""
+    served: int
+    """Requests it answered (agent items: one per model turn)."""
+    failed: int
+    """Attempts on it that failed for infrastructure reasons, each retried on another."""
+
+
 class AgentBudget(BaseModel):
     """The limits of the agent loop: part of the budget two logs must share to be compared."""
 
@@ -206,7 +225,7 @@ class EvalSummary(Record):
     """Settings and totals of one eval, written beside samples.jsonl."""
 
     KIND = "eval_summary"
-    VERSION = 2
+    VERSION = 3
 
     suite_path: str
     suite_revision: str
@@ -233,9 +252,17 @@ class EvalSummary(Record):
     """The agent loop's limits when the evaluated items include agent items; None otherwise."""
     metrics: list[str] = []
     """The further scorers run on every sample (`eval.metrics`), recorded in each row."""
+    replicas: list[ReplicaUse] = []
+    """The replicas the eval was spread over (`endpoint` is the first), with the requests each
+    answered in the last run; empty for a single endpoint (and then not written)."""
 
     def to_json(self) -> dict[str, Any]:
-        return _versioned(self, super().to_json())
+        out = _versioned(self, super().to_json())
+        if self.replicas:
+            out["schema"] = "tuneloop.eval_summary/3"
+        else:
+            del out["replicas"]
+        return out
 
 
 def _versioned(record: SampleRow | EvalSummary, out: dict[str, Any]) -> dict[str, Any]:

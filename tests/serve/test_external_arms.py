@@ -143,3 +143,34 @@ def test_external_rows_are_labelled_with_the_external_model(
             "aa_control": aa,
         }
     assert "merge" not in json.dumps(post["summary"]["model"])
+
+
+def test_an_arm_with_replicas_is_evaluated_over_all_of_them(
+    fake_endpoint: Callable[[str], str], tmp_path: Path
+) -> None:
+    suite = tmp_path / "suite.jsonl"
+    rows = [{"id": f"q{i}", "prompt": f"6 * 7 = ? ({i})", "answer": "42"} for i in range(12)]
+    suite.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    first, second = fake_endpoint("champion"), fake_endpoint("champion")
+    external = {
+        "pre": {"model": "champion", "base_url": first, "replicas": [second]},
+        "post": {"model": "challenger", "base_url": fake_endpoint("challenger")},
+    }
+    cfg = LoopConfig.model_validate(
+        {
+            "base_model": str(tmp_path / "base"),
+            "suite": {"path": str(suite), "slices": {"dev": 1.0}},
+            "serve": {"backend": "external", "external": external},
+            "eval": {"concurrency": 2},
+        }
+    )
+    pre = _eval_arm(cfg, tmp_path / "eval_pre", tmp_path / "base", "pre")
+    replicas = pre["summary"]["replicas"]
+    assert [r["endpoint"] for r in replicas] == [first, second]
+    assert sum(r["served"] for r in replicas) == 12 and min(r["served"] for r in replicas) > 0
+    bad = {**external, "pre": {**external["pre"], "replicas": ["gpu1:8000"]}}
+    with (
+        pytest.raises(InputError, match=r"serve.external.pre.replicas.0: expected an http"),
+        serving("x", "external", options=bad, arm="pre"),
+    ):
+        pass

@@ -6,7 +6,8 @@
 
 `completions.py` is the client (retries with full-jitter backoff, infrastructure errors never
 scored, every error message redacted); `http.py` its transports (a lean HTTP/1.1 keep-alive
-pool for plain http, httpx otherwise). It lived inside `evaluate/` until a second phase
+pool for plain http, httpx otherwise); `replicas.py` spreads the same calls over several
+replicas of one model, routing around a failed one. It lived inside `evaluate/` until a second phase
 (replay) needed it; a phase never imports another phase, so it moved down here.
 """
 
@@ -18,10 +19,12 @@ from tuneloop.client.completions import (
     MalformedResponse,
     OpenAIClient,
     RequestFailed,
+    RetryableFailure,
     api_base,
     backoff_delay,
     parse_response,
 )
+from tuneloop.client.replicas import ReplicaClient, ReplicaStats, client_for
 
 __all__ = [
     "REFUSED_STATUS",
@@ -30,8 +33,12 @@ __all__ = [
     "EndpointRefused",
     "MalformedResponse",
     "OpenAIClient",
+    "ReplicaClient",
+    "ReplicaStats",
     "RequestFailed",
+    "RetryableFailure",
     "api_base",
     "backoff_delay",
+    "client_for",
     "parse_response",
 ]

@@ -60,6 +60,15 @@ class EndpointRefused(Exception):
     """401/403/404: wrong endpoint, key or model name; retrying cannot help."""
 
 
+class RetryableFailure(Exception):
+    """One attempt failed in a way a retry may cure; `delay_s` is the server's Retry-After."""
+
+    def __init__(self, message: str, delay_s: float | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.delay_s = delay_s
+
+
 class MalformedResponse(Exception):
     """A 200 whose body is not a completion (untrusted output): recorded as a harness error."""
 
@@ -158,27 +167,12 @@ class OpenAIClient:
     async def request(self, payload: dict[str, Any], chat: bool) -> tuple[bytes, float]:
         """(body, latency in seconds) of the first 200 answer to one request, retrying
         infrastructure failures; RequestFailed or EndpointRefused otherwise."""
-        assert self._transport is not None, "use `async with OpenAIClient(...)`"
-        path = "/chat/completions" if chat else "/completions"
-        body = json.dumps(payload).encode()
+        path, body = request_target(payload, chat)
         for attempt in range(self.max_retries + 1):
-            delay: float | None = None
-            started = time.perf_counter()
             try:
-                status, headers, data = await self._transport.post(path, body)
-            except TransportFailure as err:
-                error = self.redact(str(err))
-            else:
-                if status == 200:
-                    return data, time.perf_counter() - started
-                # redact first, then shorten: a key cut in half is no longer recognised
-                text = self.redact(data[:_ERROR_BYTES].decode(errors="replace"))[:200]
-                error = self.redact(f"HTTP {status} from {self.base}{path}: {text}")
-                if status in REFUSED_STATUS:
-                    raise EndpointRefused(error)
-                if status not in RETRY_STATUS:
-                    raise RequestFailed(error)
-                delay = _retry_after(headers)
+                return await self.attempt(path, body)
+            except RetryableFailure as err:
+                error, delay = err.message, err.delay_s
             self.last_error = error
             if attempt == self.max_retries:
                 raise RequestFailed(f"{error} (after {self.max_retries} retries)")
@@ -187,3 +181,28 @@ class OpenAIClient:
                 delay if delay is not None else backoff_delay(attempt, self.backoff_s)
             )
         raise AssertionError("unreachable")
+
+    async def attempt(self, path: str, body: bytes) -> tuple[bytes, float]:
+        """One POST, no retry: (body, latency) of a 200; `RetryableFailure` for what a retry
+        may cure (connection, timeout, 408/429/5xx), EndpointRefused or RequestFailed else."""
+        assert self._transport is not None, "use `async with OpenAIClient(...)`"
+        started = time.perf_counter()
+        try:
+            status, headers, data = await self._transport.post(path, body)
+        except TransportFailure as err:
+            raise RetryableFailure(self.redact(str(err)), None) from None
+        if status == 200:
+            return data, time.perf_counter() - started
+        # redact first, then shorten: a key cut in half is no longer recognised
+        text = self.redact(data[:_ERROR_BYTES].decode(errors="replace"))[:200]
+        error = self.redact(f"HTTP {status} from {self.base}{path}: {text}")
+        if status in REFUSED_STATUS:
+            raise EndpointRefused(error)
+        if status not in RETRY_STATUS:
+            raise RequestFailed(error)
+        raise RetryableFailure(error, _retry_after(headers))
+
+
+def request_target(payload: dict[str, Any], chat: bool) -> tuple[str, bytes]:
+    """(path under /v1, JSON body) of one completion request."""
+    return ("/chat/completions" if chat else "/completions"), json.dumps(payload).encode()

@@ -89,13 +89,22 @@ def build(
         Path | None,
         typer.Option("--out", "-o", help="Output folder (default: out_dir in the config)."),
     ] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            help="Where the per-row steps run: local or ray (Ray Data; default: the config's "
+            "executor.kind). The outputs are the same bytes either way."
+        ),
+    ] = None,
 ) -> None:
     """Ingest, scrub, filter, dedup, decontaminate, band, shuffle → SFT, GRPO, preference."""
     from tuneloop.data.corpus import build_corpus, load_corpus_config
     from tuneloop.records import CorpusProvenance, read_record
 
+    if executor not in (None, "local", "ray"):
+        raise InputError(f"--executor: expected local or ray (got {executor!r})")
     out_dir = out or load_corpus_config(config).out_dir
-    result = build_corpus(config, out_dir)
+    result = build_corpus(config, out_dir, executor=executor)  # type: ignore[arg-type]
     prov = read_record(result.provenance_path, CorpusProvenance).to_json()
     typer.echo("  ".join(f"{k}: {v}" for k, v in result.counts.items()))
     for suite in prov["decontamination"]:

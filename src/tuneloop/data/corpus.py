@@ -25,7 +25,11 @@ every ingested trace, scrubbed, as canonical `tuneloop.trace/1` records (before 
 dedup and decontamination: it is what the replay phase replays, and the loop decontaminates
 the replay's outputs instead). `provenance.json`
 records the source files with sha256, the count after every step, every parameter, the
-scrub counts, the per-suite decontamination report and the output hashes.
+scrub counts, the per-suite decontamination report, the output hashes and the executor.
+
+`executor.kind: ray` (or `--executor ray`) runs the per-row steps (scrub, row cut, MinHash
+signatures) on Ray Data and everything order-dependent here, with byte-identical outputs;
+`corpus_ray.py` says which step runs where and why.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tuneloop.data.corpus_config import CorpusConfig, load_corpus_config
 from tuneloop.data.corpus_steps import (
@@ -48,7 +52,9 @@ from tuneloop.data.corpus_steps import (
     _feedback_gone,
     _grpo_row,
     _rows,
+    row_or_id,
 )
+from tuneloop.data.dedup import LshParams
 from tuneloop.data.files import json_bytes, jsonl_bytes, write_files
 from tuneloop.data.ingest import ingest_files
 from tuneloop.errors import InputError
@@ -82,10 +88,15 @@ def build_corpus(
     *,
     progress: bool = True,
     extra_suites: Sequence[Path] = (),
+    executor: Literal["local", "ray"] | None = None,
 ) -> CorpusResult:
     """Build the corpus described by `config_path` into `out_dir` (see module docstring).
-    `extra_suites` are decontaminated against as well (the loop's suites)."""
+    `extra_suites` are decontaminated against as well (the loop's suites); `executor`
+    overrides the config's `executor.kind`."""
     cfg = with_suites(load_corpus_config(config_path), extra_suites)
+    if executor is not None and executor != cfg.executor.kind:
+        spec = cfg.executor.model_copy(update={"kind": executor})
+        cfg = cfg.model_copy(update={"executor": spec})
     _check_inputs(cfg, config_path)
     out_dir = Path(out_dir)
     with _Progress(progress, total=9) as step:
@@ -93,12 +104,21 @@ def build_corpus(
         traces, rejects, sources = _ingest(cfg)
         step("scrub")
         scrubber = Scrubber(ScrubRules(**cfg.scrub.model_dump()))
-        traces = [scrubber.trace(t) for t in traces]
+        made, signed, ran, trace_lines = None, None, {"kind": "local"}, None
+        if cfg.executor.kind == "ray":
+            from tuneloop.data.corpus_ray import row_pass
+
+            lsh = _lsh(cfg) if cfg.dedup.near else None
+            done = row_pass(traces, scrubber, lsh, cfg.executor)
+            made, signed, ran = done.rows, done.signatures, done.executor
+            trace_lines, traces = done.trace_lines, []
+        else:
+            traces = [scrubber.trace(t) for t in traces]
         rejects = [scrubber.value(r) for r in rejects]
         step("rows")
-        b = _rows(traces, cfg)
+        b = _rows(made if made is not None else map(row_or_id, traces), cfg)
         b.rejects, b.sources, b.scrubber = rejects, sources, scrubber
-        b.traces = traces
+        b.traces, b.trace_lines, b.signatures, b.executor = traces, trace_lines, signed, ran
         step("filter")
         b.drop("filter", _feedback_gone(b.rows, cfg.filter.min_score, cfg.filter.keep_unrated))
         step("dedup")
@@ -113,6 +133,10 @@ def build_corpus(
         b.counts["shuffle"] = len(b.rows)
         step("write")
         return _write(out_dir, cfg, config_path, b)
+
+
+def _lsh(cfg: CorpusConfig) -> LshParams:
+    return LshParams(cfg.dedup.threshold, cfg.dedup.num_perm, cfg.dedup.shingle_size)
 
 
 def with_suites(cfg: CorpusConfig, extra: Sequence[Path]) -> CorpusConfig:
@@ -140,6 +164,13 @@ def _check_inputs(cfg: CorpusConfig, config_path: Path) -> None:
     if cfg.bands is not None and cfg.bands.sample_log and not cfg.bands.sample_log.exists():
         missing.append(f"bands.sample_log: {cfg.bands.sample_log} not found (run `tuneloop eval`)")
     missing += _unknown_scorers(cfg)
+    if cfg.executor.kind == "ray":
+        from tuneloop.data.corpus_ray import import_ray
+
+        try:
+            import_ray()
+        except InputError as err:
+            missing.append(f"executor.kind: {err}")
     if missing:
         raise InputError(f"{config_path}: {len(missing)} error(s)\n  " + "\n  ".join(missing))
 
@@ -206,13 +237,15 @@ def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> Co
         **({pref: jsonl_bytes(b.pairs)} if pref is not None else {}),
         **({grpo: jsonl_bytes([_grpo_row(r, cfg) for r in b.prompts])} if grpo else {}),
         out_dir / REJECTS_FILE: jsonl_bytes(b.rejects),
-        out_dir / TRACES_FILE: jsonl_bytes([t.to_json() for t in b.traces]),
+        out_dir / TRACES_FILE: b.trace_lines
+        if b.trace_lines is not None
+        else jsonl_bytes([t.to_json() for t in b.traces]),
         # removal reasons name suite files and source ids
         out_dir / REMOVED_FILE: jsonl_bytes(scrub(b.removed)),
     }
     outputs = {p.name: sha256_bytes(data) for p, data in files.items()}
     provenance = {
-        "schema": "tuneloop.corpus_provenance/1",
+        "schema": "tuneloop.corpus_provenance/2",
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "config": str(Path(config_path).resolve()),
         "config_sha256": sha256_file(config_path),
@@ -231,6 +264,7 @@ def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> Co
         },
         "decontamination_audit": b.audit,
         "outputs": outputs,
+        "executor": b.executor,
     }
     # paths, source names and config values can hold a secret too (a token in a file name)
     provenance = scrub(provenance)

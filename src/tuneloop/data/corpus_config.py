@@ -164,6 +164,19 @@ class PreferenceSpec(_Section):
     """Smallest feedback-score gap between chosen and rejected."""
 
 
+class ExecutorSpec(_Section):
+    kind: Literal["local", "ray"] = "local"
+    """Where the per-row steps run: `local` (this process) or `ray` (Ray Data; `pip install
+    'tuneloop[ray]'`). The outputs are byte-identical either way (see `corpus_ray.py`)."""
+    address: str | None = None
+    """Ray cluster to join: `auto`, `ray://HOST:10001`, or HOST:PORT; None starts a local
+    cluster in this process (`ray.init`)."""
+    num_cpus: int | None = Field(default=None, ge=1)
+    """CPUs of a local cluster started here; None: all of this machine's."""
+    batch_size: int = Field(default=8192, ge=1)
+    """Traces per Ray task: large enough that scheduling and pickling are a small share."""
+
+
 class CorpusConfig(_Section):
     sources: list[SourceSpec] = Field(min_length=1)
     """Trace files to ingest."""
@@ -183,6 +196,8 @@ class CorpusConfig(_Section):
     """The GRPO prompt set (prompt, reference answer, scorer)."""
     seed: int = 0
     """Seed of the final shuffle."""
+    executor: ExecutorSpec = ExecutorSpec()
+    """Where the per-row steps run (`tuneloop corpus build --executor` overrides `kind`)."""
     out_dir: ConfigPath = Field(default=Path("corpus"), validate_default=True)
     """Output folder for `tuneloop corpus build` when --out is not given."""
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tuneloop.data import bands as bands_mod
 from tuneloop.data.corpus_config import CorpusConfig
 from tuneloop.data.decontam import RowText
-from tuneloop.data.dedup import LshParams, exact_duplicates, exact_key, near_duplicates
+from tuneloop.data.dedup import (
+    LshParams,
+    exact_duplicates,
+    exact_key,
+    lsh_duplicates,
+    near_duplicates,
+)
 from tuneloop.data.rows import (
     Row,
     grpo_candidates,
@@ -40,9 +47,16 @@ class _Build:
     prompt_counts: dict[str, int] = field(default_factory=dict)
     audit: dict[str, Any] | None = None
     trimmed: int = 0
+    """Rows whose trace went on after its last assistant message (cut there)."""
     traces: list[Any] = field(default_factory=list)
     """Every ingested trace, scrubbed (written as `traces.jsonl`)."""
-    """Rows whose trace went on after its last assistant message (cut there)."""
+    trace_lines: bytes | None = None
+    """`traces.jsonl` itself when the Ray executor rendered it (then `traces` is empty)."""
+    executor: dict[str, Any] = field(default_factory=lambda: {"kind": "local"})
+    """Where the per-row steps ran (provenance.json `executor`)."""
+    signatures: dict[int, Any] | None = None
+    """Each row's MinHash signature by `id(row)` when the Ray executor computed them with
+    the rows; None: the near-dup step computes them."""
 
     def drop_prompts(self, step: str, gone: dict[int, str]) -> None:
         """Remove GRPO prompts by index, recording why (step `grpo_<step>`)."""
@@ -70,22 +84,29 @@ class _Build:
         self.counts[step] = len(self.rows)
 
 
-def _rows(traces: list[Any], cfg: CorpusConfig) -> _Build:
-    rows, removed = [], []
-    for t in traces:
-        row = to_row(t)
-        if row is None:
+def row_or_id(trace: Any) -> Row | tuple[str, str]:
+    """A trace's row, or its (source, source id) when it has no assistant message."""
+    return to_row(trace) or (trace.source, trace.source_id)
+
+
+def _rows(made: Iterable[Row | tuple[str, str]], cfg: CorpusConfig) -> _Build:
+    """The build's rows from each trace's `row_or_id` (computed here or on the workers)."""
+    rows, removed, n = [], [], 0
+    for row in made:
+        n += 1
+        if isinstance(row, tuple):
+            source, source_id = row
             removed.append(
                 {
                     "step": "rows",
-                    "source": t.source,
-                    "source_id": t.source_id,
+                    "source": source,
+                    "source_id": source_id,
                     "reason": "no assistant message",
                 }
             )
         else:
             rows.append(row)
-    b = _Build(rows=rows, counts={"traces": len(traces), "rows": len(rows)}, removed=removed)
+    b = _Build(rows=rows, counts={"traces": n, "rows": len(rows)}, removed=removed)
     b.trimmed = sum(1 for r in rows if r.trimmed)
     b.pairs = preference_pairs(rows, cfg.preference.min_margin) if cfg.preference.enabled else []
     if cfg.grpo.enabled:
@@ -114,7 +135,13 @@ def _dedup(b: _Build, cfg: CorpusConfig) -> None:
         )
     if cfg.dedup.near:
         params = LshParams(cfg.dedup.threshold, cfg.dedup.num_perm, cfg.dedup.shingle_size)
-        near = near_duplicates([r.text for r in b.rows], params)
+        if b.signatures is not None and b.rows:
+            import numpy as np
+
+            sig = np.stack([b.signatures[id(r)] for r in b.rows])
+            near = lsh_duplicates(sig, params)
+        else:
+            near = near_duplicates([r.text for r in b.rows], params)
         b.drop(
             "near_dedup", {i: f"near-duplicate of {b.rows[j].source_id}" for i, j in near.items()}
         )

@@ -115,14 +115,19 @@ def near_duplicates(texts: Sequence[str], params: LshParams) -> dict[int, int]:
     """{index of a removed row: index of a kept earlier row it collided with}."""
     if not texts:
         return {}
-    sig = signatures(texts, params)
+    return lsh_duplicates(signatures(texts, params), params)
+
+
+def lsh_duplicates(sig: np.ndarray, params: LshParams) -> dict[int, int]:
+    """`near_duplicates` from the rows' signatures (computed elsewhere: the Ray executor
+    computes them per row, where the rows are made): the banding pass, in row order."""
     n_bands, rows = params.bands()
     width = rows * 4
     raw = np.ascontiguousarray(sig[:, : n_bands * rows]).tobytes()
     stride = n_bands * width
     tables: list[dict[bytes, int]] = [{} for _ in range(n_bands)]
     removed: dict[int, int] = {}
-    for i in range(len(texts)):
+    for i in range(len(sig)):
         base = i * stride
         keys = [raw[base + j * width : base + (j + 1) * width] for j in range(n_bands)]
         hit = next((t[k] for t, k in zip(tables, keys, strict=True) if k in t), None)

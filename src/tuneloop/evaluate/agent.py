@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tuneloop.client import MalformedResponse, OpenAIClient
+from tuneloop.client import MalformedResponse, OpenAIClient, ReplicaClient
 from tuneloop.envs import environment_for, item_tools, run_calls, tool_parameters
 from tuneloop.samplelog import AgentBudget, AgentTrace
 from tuneloop.suite import SuiteItem
@@ -85,7 +85,7 @@ def parse_turn(body: bytes) -> Turn:
 
 
 async def run_agent(
-    client: OpenAIClient,
+    client: OpenAIClient | ReplicaClient,
     item: SuiteItem,
     payload: dict[str, Any],
     budget: AgentBudget,

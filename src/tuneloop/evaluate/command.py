@@ -4,6 +4,8 @@
         --suite examples/arith/suite.jsonl --slice dev --n-samples 4 --temperature 0.7 \
         --out runs/pre
 
+`--endpoint` given more than once spreads the suite over several replicas of the model
+(`--concurrency` requests in flight on each; see `tuneloop.client.replicas`).
 Its settings options are generated from `EvalConfig` and `SlicingConfig` (one definition
 with loop.yaml; `--timeout` is a deprecated spelling of `--request-timeout-s`). Imports the
 runner only when the command runs, so `tuneloop --help` stays fast.
@@ -24,7 +26,11 @@ from tuneloop.errors import require_writable_dir
 @settings_options(SlicingConfig, param="slicing")
 @settings_options(EvalConfig, param="settings", aliases={"--timeout": "request_timeout_s"})
 def evaluate(
-    endpoint: str = typer.Option(..., help="OpenAI-compatible base URL (server root or /v1)."),
+    endpoint: list[str] = typer.Option(
+        ...,
+        help="OpenAI-compatible base URL (server root or /v1); repeat it for several replicas "
+        "of the model, which share the suite.",
+    ),
     model: str = typer.Option(..., help="Model name to send in requests."),
     suite: Path = typer.Option(..., help="Suite JSONL."),
     out: Path = typer.Option(..., help="Sample-log folder (resumed if it exists)."),

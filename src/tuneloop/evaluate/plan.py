@@ -11,6 +11,7 @@ sample's seed, which is the one its row records).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,17 @@ def build_payload(
     if item.messages is not None:
         return {**body, "messages": item.messages}, True
     return {**body, "prompt": item.prompt}, False
+
+
+def endpoint_list(base_url: str | Sequence[str]) -> list[str]:
+    """The replicas to spread the eval over: one URL, or several, each given once."""
+    urls = [base_url] if isinstance(base_url, str) else list(base_url)
+    if not urls:
+        raise InputError("no endpoint given (--endpoint)")
+    twice = sorted({u for u in urls if urls.count(u) > 1})
+    if twice:
+        raise InputError(f"--endpoint {twice[0]} given twice; list each replica once")
+    return urls
 
 
 def check_resumable(old: EvalSummary, new: EvalSummary, where: Path) -> None:

@@ -28,6 +28,12 @@ Scorers registered `inline` (the built-in text scorers: microseconds) run on the
 other scorers, such as the sandboxed `python_tests`, run in worker threads so they never stall
 the requests in flight. Which scorer an item gets is `scorers/resolve.py`'s, as in training.
 The API key is redacted from every row, summary and error on its way out (`redact.py`).
+
+Several replicas of one model (a list of base URLs; `--endpoint` given more than once) share
+the suite through `client.ReplicaClient`: `concurrency` requests in flight on each, a failed
+replica's requests retried on the others within the same per-request retry budget, and the
+rows identical to a single-endpoint eval's (the request, seed included, does not depend on the
+replica). The summary lists the replicas and what each served (`EvalSummary.replicas`).
 """
 
 from __future__ import annotations
@@ -44,7 +50,9 @@ from tuneloop.client import (
     EndpointRefused,
     MalformedResponse,
     OpenAIClient,
+    ReplicaClient,
     RequestFailed,
+    client_for,
 )
 from tuneloop.config import EvalConfig, SlicingConfig
 from tuneloop.envkeys import Redactor
@@ -55,6 +63,7 @@ from tuneloop.evaluate.plan import (
     Key,
     build_payload,
     check_resumable,
+    endpoint_list,
     missing_row,
     read_existing_rows,
     sample_seed,
@@ -72,6 +81,7 @@ from tuneloop.samplelog import (
     AgentBudget,
     AgentTrace,
     EvalSummary,
+    ReplicaUse,
     SampleRow,
     SamplingParams,
 )
@@ -98,6 +108,8 @@ class _Run:
     redactor: Redactor
     """Applied to every row and summary as it is written (see `redact.py`)."""
     scorers: ScorerResolver
+    endpoints: list[str]
+    """Every replica's base URL (one for a plain eval)."""
     rows: dict[Key, SampleRow] = field(default_factory=dict)
     errors: dict[Key, str] = field(default_factory=dict)
 
@@ -107,7 +119,7 @@ class _Run:
 
 
 def evaluate(
-    base_url: str,
+    base_url: str | Sequence[str],
     model: str,
     suite_path: Path,
     out_dir: Path,
@@ -124,8 +136,10 @@ def evaluate(
     and summary field written and from every error raised: servers echo the request's
     `Authorization` header in error bodies, and models repeat what they are shown.
     `settings.slice` names the slice to evaluate; `slicing` (loop.yaml's `suite:` keys) says
-    how the suite is cut and scored by default.
+    how the suite is cut and scored by default. `base_url` may list several replicas of the
+    model (see the module docstring).
     """
+    endpoints = endpoint_list(base_url)
     redactor = Redactor((api_key,))
     slicing = slicing or SlicingConfig()
     slice_name = settings.slice
@@ -146,7 +160,7 @@ def evaluate(
             slice=slice_name,
             item_ids=ids,
             model=model_identity or model,
-            endpoint=base_url,
+            endpoint=endpoints[0],
             sampling=SamplingParams(
                 n_samples=settings.n_samples,
                 temperature=settings.temperature,
@@ -163,7 +177,7 @@ def evaluate(
         items = {i: by_id[i] for i in ids}
         samples = Path(out_dir) / SAMPLES_FILE
         resolver = ScorerResolver(slicing.default_scorer)
-        run = _Run(items, summary, samples, settings, model, redactor, resolver)
+        run = _Run(items, summary, samples, settings, model, redactor, resolver, endpoints)
         lines, prior_retries = _prepare(run, Path(out_dir))
         write_json(Path(out_dir) / SUMMARY_FILE, run.stored(summary))  # pins settings for a resume
         started = time.perf_counter()
@@ -173,7 +187,8 @@ def evaluate(
             # fail closed: a log with no completion at all says nothing about the model
             last = next(iter(run.errors.values()), "none recorded")
             raise PhaseFailed(
-                f"no request to {base_url} succeeded ({final.counts['missing']} samples missing; "
+                f"no request to {', '.join(endpoints)} succeeded "
+                f"({final.counts['missing']} samples missing; "
                 f"last error: {last}). Is the server running? Rerun with the same --out to resume."
             )
         return final
@@ -218,14 +233,15 @@ async def _run_all(run: _Run, api_key: str | None, show: bool) -> tuple[int, int
         (item, k) for item in run.items.values() for k in range(n) if (item.id, k) not in run.rows
     ]
     s = run.settings
-    client = OpenAIClient(
-        run.summary.endpoint,
+    client = client_for(
+        run.endpoints,
         api_key=api_key,
         concurrency=s.concurrency,
         timeout_s=s.request_timeout_s,
         max_retries=s.max_retries,
         backoff_s=s.backoff_s,
     )
+    slots = s.concurrency * len(run.endpoints)  # `concurrency` is per replica
     writer = _RowWriter(run.samples, run.stored)
     with EvalProgress(len(run.items), n, run.rows, enabled=show) as bar:
         async with client:
@@ -239,11 +255,13 @@ async def _run_all(run: _Run, api_key: str | None, show: bool) -> tuple[int, int
                         writer.put(row)
                     bar.advance(item.id, row, client.retries)
 
-            tasks = [asyncio.ensure_future(worker()) for _ in range(min(s.concurrency, len(todo)))]
+            tasks = [asyncio.ensure_future(worker()) for _ in range(min(slots, len(todo)))]
             try:
                 await _wait_all(tasks)
             finally:
                 await writer.close()
+    if isinstance(client, ReplicaClient):
+        run.summary.replicas = [ReplicaUse(**vars(r)) for r in client.stats]
     return client.retries, writer.written
 
 
@@ -266,7 +284,9 @@ async def _wait_all(tasks: Sequence[asyncio.Future[None]]) -> None:
             raise err
 
 
-async def _one_sample(run: _Run, client: OpenAIClient, item: SuiteItem, k: int) -> SampleRow | None:
+async def _one_sample(
+    run: _Run, client: OpenAIClient | ReplicaClient, item: SuiteItem, k: int
+) -> SampleRow | None:
     """One sample (a request, or an agent trajectory) and its scores; None when it failed for
     infrastructure reasons."""
     seed = sample_seed(run.settings.seed, item.id, k)
@@ -296,7 +316,12 @@ async def _one_sample(run: _Run, client: OpenAIClient, item: SuiteItem, k: int) 
 
 
 async def _complete(
-    run: _Run, client: OpenAIClient, item: SuiteItem, k: int, payload: dict[str, Any], chat: bool
+    run: _Run,
+    client: OpenAIClient | ReplicaClient,
+    item: SuiteItem,
+    k: int,
+    payload: dict[str, Any],
+    chat: bool,
 ) -> tuple[dict[str, Any], str, AgentTrace | None]:
     """(the row's completion fields, the final text, the trajectory of an agent item)."""
     if run.summary.agent is None or not is_agent_item(item.raw):

@@ -91,7 +91,7 @@ def _evaluate_model(
                 "(stop token ids); pre and post would not be served alike"
             )
         summary = evaluate(
-            endpoint.base_url,
+            [endpoint.base_url, *endpoint.replicas],
             endpoint.model,
             cfg.suite.path,
             ctx.folder,

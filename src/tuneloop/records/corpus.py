@@ -1,4 +1,4 @@
-"""The corpus build's `provenance.json` (`tuneloop.corpus_provenance/1`), read typed.
+"""The corpus build's `provenance.json` (`tuneloop.corpus_provenance/2`), read typed.
 
 The shape is the one `tuneloop.data.corpus` writes; secrets in it are already scrubbed.
 """
@@ -94,7 +94,7 @@ class CorpusProvenance(Record):
     """How a corpus was built: config, sources, per-step counts, what was removed and why."""
 
     KIND = "corpus_provenance"
-    VERSION = 1
+    VERSION = 2
 
     created_at: str
     """ISO-8601 UTC time of the build."""
@@ -125,3 +125,6 @@ class CorpusProvenance(Record):
     numbers_spelled); None when the audit was off or no suite was given."""
     outputs: dict[str, str]
     """Output file name → sha256."""
+    executor: dict[str, Any] = {"kind": "local"}
+    """Where the per-row steps ran: `{kind: local}`, or `{kind: ray, address, ray_version,
+    cluster_cpus, tasks}` (version 2; a version-1 file was always built locally)."""

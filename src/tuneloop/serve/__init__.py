@@ -67,6 +67,9 @@ class Endpoint:
     (external: the served model name); None means the weights the caller asked to serve."""
     decoding_applied: bool = False
     """Whether the `Decoding` contract passed to `serving` governs this endpoint."""
+    replicas: tuple[str, ...] = ()
+    """Further base URLs serving the same model (an external arm's `replicas`); an eval
+    spreads its requests over `base_url` and these."""
 
     def __repr__(self) -> str:  # keep the key out of logs and tracebacks
         key = "set" if self.api_key else None

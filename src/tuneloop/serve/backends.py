@@ -271,12 +271,27 @@ def external(
             key_note = f"key from ${env_var}" if env_var else "no key"
             aa = ", A/A control" if opts.get("aa_control") else ""
             log.write(
-                f"external endpoint {base_url} model {name!r} for arm {arm}{aa} ({key_note})\n"
+                f"external endpoint {base_url} model {name!r} for arm {arm}{aa} ({key_note})"
+                f"{''.join(f', replica {u}' for u in external_replicas(opts, arm))}\n"
             )
             if decoding is not None:
                 log.write(
                     "decoding contract not applied: an external endpoint decodes as its owner "
                     "configured it\n"
                 )
-    _wait_external(base_url, name, api_key, startup_timeout_s)
-    yield Endpoint(base_url, name, api_key, None, identity=name)
+    replicas = external_replicas(opts, arm)
+    for url in (base_url, *replicas):
+        _wait_external(url, name, api_key, startup_timeout_s)
+    yield Endpoint(base_url, name, api_key, None, identity=name, replicas=replicas)
+
+
+def external_replicas(opts: dict[str, Any], arm: Arm | None) -> tuple[str, ...]:
+    """An external arm's further replicas (`serve.external.<arm>.replicas`), checked."""
+    urls = tuple(str(u).rstrip("/") for u in (opts.get(str(arm)) or {}).get("replicas") or ())
+    for i, url in enumerate(urls):
+        if not url.startswith(("http://", "https://")):
+            raise InputError(
+                f"serve.external.{arm}.replicas.{i}: expected an http(s) URL ending in /v1 "
+                f"(got {url!r})"
+            )
+    return urls
