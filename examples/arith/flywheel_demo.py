@@ -1,7 +1,7 @@
 """The flywheel demo: users talk to the served champion while the watcher improves it, round
 after round, on their traffic and feedback. From a clean checkout, after the README's set-up:
 
-    .venv/bin/python examples/arith/flywheel_demo.py            # ≈ 5 minutes on 2 CPU cores
+    .venv/bin/python examples/arith/flywheel_demo.py            # ≈ 6 minutes on 2 CPU cores
 
 What runs: `tuneloop watch examples/arith/flywheel.yaml --max-rounds 3` (it serves the
 bootstrap champion — the embedded tiny model — behind `tuneloop proxy` on 127.0.0.1:8100, logs
@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
 def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3, help="rounds the watcher settles")
-    ap.add_argument("--requests", type=int, default=2400, help="most simulated requests")
-    ap.add_argument("--rate", type=float, default=8.0, help="requests started per second")
+    ap.add_argument("--requests", type=int, default=3600, help="most simulated requests")
+    ap.add_argument("--rate", type=float, default=10.0, help="requests started per second")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--fresh", action="store_true", help="move an existing runs/flywheel aside")
     return ap.parse_args(argv)

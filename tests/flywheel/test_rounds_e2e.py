@@ -61,7 +61,7 @@ def _config(tmp: Path) -> Path:
         },
         "eval": {"max_tokens": 8, "concurrency": 32},
         "data": {"corpus": str(tmp / "corpus.yaml")},
-        "train": {  # the demo's recipe (examples/arith/flywheel.yaml)
+        "train": {  # the demo's recipe (examples/arith/flywheel.yaml) at half its learning rate
             "method": "sft",
             "steps": 150,
             "learning_rate": 0.002,
