@@ -17,6 +17,7 @@ from tuneloop.errors import InputError
 from tuneloop.records.disk import read_json, write_json
 
 R = TypeVar("R", bound="Record")
+M = TypeVar("M", bound=BaseModel)
 
 
 class Record(BaseModel):
@@ -57,15 +58,19 @@ def check_schema(data: dict[str, Any], cls: type[Record], where: str) -> None:
         )
 
 
-def parse_record(data: dict[str, Any], cls: type[R], where: str) -> R:
-    check_schema(data, cls, where)
-    data = {**data, "schema": cls.schema_id()}
+def validate_as(cls: type[M], data: dict[str, Any], where: str) -> M:
+    """`cls.model_validate(data)`; a failure is an InputError naming `where` and the field."""
     try:
         return cls.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise InputError(f"{where}: field {loc!r}: {first['msg']}") from None
+
+
+def parse_record(data: dict[str, Any], cls: type[R], where: str) -> R:
+    check_schema(data, cls, where)
+    return validate_as(cls, {**data, "schema": cls.schema_id()}, where)
 
 
 def read_record(path: Path, cls: type[R]) -> R:

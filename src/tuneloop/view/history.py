@@ -26,21 +26,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from tuneloop.errors import InputError
 from tuneloop.gate.verdict_record import GateVerdict
 from tuneloop.records import parse_record
+from tuneloop.records.base import validate_as
 from tuneloop.view.explog_entries import LogEntry, read_entries
 from tuneloop.view.sources import CAPSTONE_REPORT, DELTA_REPORT, Sources, find_artifact, link_key
 
 if TYPE_CHECKING:
     from tuneloop.flywheel.triggers import Observations
     from tuneloop.flywheel.watch_state import Decision, RoundRow, RoundTrigger
-
-M = TypeVar("M", bound=BaseModel)
 
 
 class _Row(BaseModel):
@@ -230,15 +228,6 @@ def gather(sources: Sources, *, watcher_decisions: int = 200) -> Dashboard:
     )
 
 
-def _parse(cls: type[M], data: dict[str, Any], where: str) -> M:
-    try:
-        return cls.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"{where}: field {loc!r}: {first['msg']}") from None
-
-
 def champion_events(rows: list[dict[str, Any]]) -> list[ChampionEvent]:
     """Every champion version, oldest first, with when the next one replaced it."""
     from tuneloop.gate.champion import describe
@@ -267,9 +256,9 @@ def _round(
     crowned: dict[str, int],
 ) -> RoundView:
     where = f"{sources.ledger}: round {row.get('round_id')!r}"
-    start = _parse(RoundStart, row, where)
+    start = validate_as(RoundStart, row, where)
     look = _look(start.trigger, where)
-    ends = [_parse(RoundOutcome, o, where) for o in row["outcomes"]]
+    ends = [validate_as(RoundOutcome, o, where) for o in row["outcomes"]]
     last = ends[-1] if ends else None
     run_id = last.run_id if last else None
     decision = last.outcome if last else "running"
