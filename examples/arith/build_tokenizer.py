@@ -37,14 +37,49 @@ QWEN2_PRETOKENIZE_REGEX = (
     r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
 
+_TOOL_LIST = (
+    "{%- if tools %}"
+    "{{- '<|im_start|>system\\n' }}"
+    "{%- for tool in tools %}"
+    "{%- set f = tool['function'] if tool['function'] is defined else tool %}"
+    "{%- set props = f['parameters']['properties'] if f['parameters'] is defined"
+    " and f['parameters']['properties'] is defined else {} %}"
+    "{{- ('' if loop.first else '\\n') + f['name'] + '(' + (props | list | join(', ')) + ')' }}"
+    "{%- endfor %}"
+    "{{- '<|im_end|>\\n' }}"
+    "{%- endif %}"
+)
+_CALLS_TURN = (
+    "{{- '<|im_start|>' + message['role'] + '\\n' + (message['content'] or '') }}"
+    "{%- for call in message['tool_calls'] %}"
+    "{%- set fn = call['function'] if call['function'] is defined else call %}"
+    "{{- ('\\n' if (message['content'] or not loop.first) else '') + '<tool_call>\\n'"
+    " + ({'name': fn['name'], 'arguments': fn['arguments']} | tojson(separators=(',', ':')))"
+    " + '\\n</tool_call>' }}"
+    "{%- endfor %}"
+    "{{- '<|im_end|>' + '\\n' }}"
+)
 CHAT_TEMPLATE = (
-    "{%- for message in messages %}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    _TOOL_LIST
+    + "{%- for message in messages %}"
+    + "{%- if message['tool_calls'] is defined and message['tool_calls'] %}"
+    + _CALLS_TURN
+    + "{%- else %}"
+    + "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endif %}"
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
 """ChatML: every turn ends with `<|im_end|>\\n`; the generation prompt is
-`<|im_start|>assistant\\n`."""
+`<|im_start|>assistant\\n`. Without `tools` (and without tool calls) it renders exactly what the
+tool-less template of the pretrained model did (`test_arith_tokenizer` checks it byte for byte).
+
+With tools it renders them natively, compactly, because the model's context is short (an agent
+trajectory in Qwen 2.5's own `# Tools` format is ~830 tokens; this one ~155): the tool list as
+one system line of signatures (`calculator(expression)`), a call as Hermes' `<tool_call>` block
+with compact JSON (`{"name":"calculator","arguments":{"expression":"347 + 589"}}`; the
+embedded server's and vLLM's `hermes` parsers read it into OpenAI `tool_calls`), and a tool
+result as a plain `tool` turn (Qwen wraps it in `<tool_response>` inside a user turn)."""
 
 
 def render_chat(user: str, answer: str | None = None) -> str:

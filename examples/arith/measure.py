@@ -148,7 +148,8 @@ close, and what the tuneloop demo measures.
   the never-read word tokens collapse into one vector and fine-tuning cannot learn them).
 - **Tokenizer:** byte-level BPE (no `unk` possible), digits always single tokens, special
   tokens `<|endoftext|>` (pad), `<|im_start|>`, `<|im_end|>` (eos); ChatML chat template
-  without a system message, every turn ending with `<|im_end|>`.
+  without a system message, every turn ending with `<|im_end|>`; given `tools`, it renders them
+  compactly (one signature line, Hermes `<tool_call>` blocks, `tool` turns) for the agent demo.
 - **Training data:** {problems:,} chat-rendered problems ("What is 37 + 45?" → "82"), 1-2 digit
   operands, subtraction never negative, all asked symbolically, drawn so that none is a suite
   problem in any wording (`make_data.pretraining_stream`); loss on the answer and `<|im_end|>`

@@ -37,6 +37,11 @@ def make_data() -> ModuleType:
 
 
 @pytest.fixture(scope="session")
+def make_agent_data() -> ModuleType:
+    return load_script("make_agent_data")
+
+
+@pytest.fixture(scope="session")
 def build_model() -> ModuleType:
     return load_script("build_model")
 

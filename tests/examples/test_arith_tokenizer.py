@@ -85,3 +85,74 @@ def test_chat_template_matches_the_build_helper(tok, build_tokenizer):
         [{"role": "user", "content": "What is 1 + 2?"}], add_generation_prompt=True, tokenize=False
     )
     assert rendered == build_tokenizer.render_chat("What is 1 + 2?")
+
+
+# The template the model was pretrained with, frozen here: the tool branch added since must
+# leave every tool-less rendering (the main demo's) byte-identical.
+PRETRAINED_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+def test_tool_less_chats_render_exactly_as_with_the_pretrained_template(
+    tok, suite_items, train_items, arith_dir
+):
+    assert (arith_dir / "model" / "chat_template.jinja").read_text() == tok.chat_template
+    chats = [it["messages"] for it in suite_items + train_items[::10]]
+    chats.append(
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "What is 1 + 2?"},
+            {"role": "assistant", "content": "3"},
+            {"role": "tool", "content": "ok"},
+            {"role": "user", "content": ""},
+        ]
+    )
+    for chat in chats:
+        for gen in (False, True):
+            new = tok.apply_chat_template(chat, add_generation_prompt=gen, tokenize=False)
+            old = tok.apply_chat_template(
+                chat, chat_template=PRETRAINED_TEMPLATE, add_generation_prompt=gen, tokenize=False
+            )
+            assert new == old
+
+
+def test_tools_render_compactly_and_calls_as_hermes_blocks(tok, build_tokenizer):
+    from tuneloop.envs.base import tool_schema
+    from tuneloop.envs.render import prepare_messages, template_handles_tools
+    from tuneloop.serve.tools import parse_tool_calls
+
+    assert tok.chat_template == build_tokenizer.CHAT_TEMPLATE
+    assert template_handles_tools(tok.chat_template)
+    call = {"name": "calculator", "arguments": '{"expression": "347 + 589"}'}
+    chat = [
+        {"role": "user", "content": "What is 347 + 589?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": call}]},
+        {"role": "tool", "tool_call_id": "c", "content": "936"},
+        {"role": "assistant", "content": "936"},
+    ]
+    messages, tools = prepare_messages(chat, [tool_schema("calculator")], native=True)
+    text = tok.apply_chat_template(messages, tools=tools, tokenize=False)
+    body = '{"name":"calculator","arguments":{"expression":"347 + 589"}}'
+    assert text == (
+        "<|im_start|>system\ncalculator(expression)<|im_end|>\n"
+        "<|im_start|>user\nWhat is 347 + 589?<|im_end|>\n"
+        f"<|im_start|>assistant\n<tool_call>\n{body}\n</tool_call><|im_end|>\n"
+        "<|im_start|>tool\n936<|im_end|>\n"
+        "<|im_start|>assistant\n936<|im_end|>\n"
+    )
+    assert len(tok(text, add_special_tokens=False)["input_ids"]) < 192
+    reply = text.split("<|im_start|>assistant\n")[1].removesuffix("<|im_end|>\n<|im_start|>tool\n")
+    content, (parsed,) = parse_tool_calls(reply.split("<|im_end|>")[0])
+    assert content is None and (parsed.name, parsed.arguments) == (
+        "calculator",
+        '{"expression": "347 + 589"}',
+    )
+    # Two calls, after some text: one block each, on their own lines.
+    two = {**chat[1], "content": "Let me see.", "tool_calls": [chat[1]["tool_calls"][0]] * 2}
+    messages, tools = prepare_messages([chat[0], two], None, native=True)
+    text = tok.apply_chat_template(messages, tokenize=False)
+    assert f"Let me see.\n<tool_call>\n{body}\n</tool_call>\n<tool_call>\n" in text

@@ -160,3 +160,15 @@ def test_external_backend_refuses_a_wrong_or_missing_key(
     with refused as info, serving("x", "external", options=opts, arm="pre", startup_timeout_s=10):
         pass
     assert "sk-wrong-key" not in str(info.value)
+
+
+def test_serve_max_model_len_reaches_the_embedded_and_the_vllm_command_line() -> None:
+    from tuneloop.serve.backends import EMBEDDED_KEYS, embedded_argv
+
+    opts = select_options({"max_model_len": 192}, "embedded", EMBEDDED_KEYS)
+    argv = embedded_argv(Path("/m"), "127.0.0.1", 0, opts)
+    assert argv[argv.index("--max-model-len") + 1] == "192"
+    argv = vllm_argv(
+        "/m", "127.0.0.1", 8000, select_options({"max_model_len": 192}, "vllm", VLLM_KEYS)
+    )
+    assert argv[argv.index("--max-model-len") + 1] == "192"

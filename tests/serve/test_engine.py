@@ -98,3 +98,13 @@ def test_listeners_see_every_token_and_each_row_finish(engine: Engine) -> None:
     results = engine.submit(rows, Listener()).result()
     assert [e[1] for e in events if e[0] == "token"].count(1) == 3  # the last token is `done`
     assert [(e[1], e[2]) for e in events if e[0] == "done"] == list(enumerate(results))
+
+
+def test_max_model_len_replaces_the_models_context(tiny_model: Path) -> None:
+    """`serve.max_model_len` widens (or narrows) what a request may use; the default is the
+    model's `max_position_embeddings`."""
+    from tuneloop.serve.engine import load_engine
+
+    assert load_engine(tiny_model, max_batch_size=1, batch_wait_ms=0).context == 1024
+    wide = load_engine(tiny_model, max_batch_size=1, batch_wait_ms=0, max_model_len=1500)
+    assert wide.context == 1500

@@ -174,3 +174,37 @@ def test_calls_written_in_qwens_format_parse_back(
 )
 def test_a_streamed_prefix_holds_back_a_possible_call(text: str, shown: str) -> None:
     assert visible_prefix(text) == shown
+
+
+def _render(tok: Any) -> Any:
+    def render(messages: list[dict[str, Any]], tools: Any, gen: bool) -> str:
+        return str(
+            tok.apply_chat_template(
+                messages, tools=tools, tokenize=False, add_generation_prompt=gen
+            )
+        )
+
+    return render
+
+
+def test_the_forced_prefix_follows_each_templates_own_call_format(tiny_model: Path) -> None:
+    from tuneloop.serve.tools import forced_prefix
+
+    qwen, plain = _tokenizer(tiny_model, QWEN_TOOLS_TEMPLATE), _tokenizer(tiny_model, CHAT_TEMPLATE)
+    for tok, native in ((qwen, True), (plain, False)):
+        assert forced_prefix(_render(tok), native, None) == '<tool_call>\n{"name": "'
+        named = forced_prefix(_render(tok), native, "add")
+        assert named == '<tool_call>\n{"name": "add", "arguments": '
+    arith = Path(__file__).resolve().parents[2] / "examples" / "arith" / "model"
+    if (arith / "chat_template.jinja").is_file():  # the demo model's compact template
+        compact = _tokenizer(tiny_model, (arith / "chat_template.jinja").read_text())
+        assert forced_prefix(_render(compact), True, None) == '<tool_call>\n{"name":"'
+        assert forced_prefix(_render(compact), True, "f") == '<tool_call>\n{"name":"f","arguments":'
+    # A template that writes calls in another format has nothing to prefill.
+    other = (
+        "{%- for m in messages %}{{- m['role'] + ': ' }}{%- if m.tool_calls %}"
+        "{{- '[CALLS] ' + (m.tool_calls | tojson) }}{%- else %}{{- m['content'] }}{%- endif %}"
+        "{{- '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- 'assistant: ' }}{%- endif %}"
+        "{#- tools -#}"
+    )
+    assert forced_prefix(_render(_tokenizer(tiny_model, other)), True, None) is None

@@ -7,8 +7,8 @@ requests, so a model is trained on the same text it is served with).
 `prepare_messages(messages, tools, native)`: when the template handles tools itself (`native`,
 `template_handles_tools`: its source mentions `tools`), messages and tools go through unchanged,
 with each call's `arguments` JSON string parsed to an object as Hugging Face templates expect.
-Otherwise — deliberately, so that any Qwen-style checkpoint, including the tool-less
-`examples/arith/model` template, can be given tools — they are rewritten into plain turns in
+Otherwise — deliberately, so that any Qwen-style checkpoint with a tool-less ChatML template
+can be given tools — they are rewritten into plain turns in
 Qwen 2.5's own format (Qwen's and Hermes' convention, vLLM's `hermes` tool parser): the tool list
 as a `# Tools` block in the system message, assistant calls as
 `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>` text, tool results as

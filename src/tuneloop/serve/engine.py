@@ -75,6 +75,7 @@ class Engine:
         *,
         max_batch_size: int = 64,
         batch_wait_ms: float = 5.0,
+        context: int | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -83,9 +84,10 @@ class Engine:
         self.batch_wait_s = batch_wait_ms / 1000.0
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(eos_ids, default=0))
-        context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
-        self.context: int | None = int(context) if context else None
-        """Most positions (prompt + completion) the model was built for."""
+        built = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        self.context: int | None = context or (int(built) if built else None)
+        """Most positions (prompt + completion) a request may use: `context` when given
+        (`serve.max_model_len`), else what the model was built for."""
         self.batches_run = 0
         """How many groups of rows were admitted (one prefill each; tests read this)."""
         self.running = 0
@@ -104,16 +106,34 @@ class Engine:
     # ---- tokenizer, shared by the request handlers and the worker ---------------------------
 
     def chat_prompt(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        prefill: str = "",
     ) -> list[int]:
         """Render messages (and tools, if given) with the model's chat template, ready for
-        the assistant's turn."""
+        the assistant's turn, which starts with `prefill` (a forced tool-call prefix)."""
         extra = {"tools": tools} if tools else {}
         with self._tok_lock:
             text = self.tokenizer.apply_chat_template(
                 messages, tokenize=False, add_generation_prompt=True, **extra
             )
-            return self._encode(text, special=False)
+            return self._encode(text + prefill, special=False)
+
+    def render_chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        add_generation_prompt: bool,
+    ) -> str:
+        """The chat template's text for `messages` (and tools), untokenized."""
+        extra = {"tools": tools} if tools else {}
+        with self._tok_lock:
+            return str(
+                self.tokenizer.apply_chat_template(
+                    messages, tokenize=False, add_generation_prompt=add_generation_prompt, **extra
+                )
+            )
 
     @property
     def chat_template(self) -> str:
@@ -292,11 +312,13 @@ def load_engine(
     max_batch_size: int,
     batch_wait_ms: float,
     stop_token_ids: tuple[int, ...] | None = None,
+    max_model_len: int | None = None,
 ) -> Engine:
     """Load a transformers causal LM and its tokenizer (CPU, float32) into an Engine.
 
     `stop_token_ids`, when given, replace the checkpoint's own stop set (a decoding contract
     shared by every arm of a comparison); ids outside the vocabulary are refused.
+    `max_model_len`, when given, replaces the model's `max_position_embeddings` as the context.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -316,4 +338,5 @@ def load_engine(
         frozenset(stop_token_ids) if stop_token_ids is not None else _eos_ids(model, tokenizer),
         max_batch_size=max_batch_size,
         batch_wait_ms=batch_wait_ms,
+        context=max_model_len,
     )

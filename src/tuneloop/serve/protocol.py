@@ -13,8 +13,8 @@ messages and assistant messages with `tool_calls`; `stream` (with
 Deliberate deviations from the OpenAI API: `logprobs`, `logit_bias`, `echo`, `best_of` and
 `suffix` are refused with a 400 rather than ignored, because silently dropping them would
 return something other than what was asked for. `tool_choice: "required"` or a named function
-is accepted but not enforced by constrained decoding (see `tools.py`). Unknown extra fields are
-ignored (clients send vendor extensions).
+is enforced by prefilling the start of a call rather than by constrained decoding (see
+`tools.forced_prefix`). Unknown extra fields are ignored (clients send vendor extensions).
 """
 
 from __future__ import annotations
@@ -246,7 +246,8 @@ class ChatRequest(_Sampling):
     """Functions the model may call, rendered with the chat template (`tools.py`)."""
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
     """`none` leaves the tools out of the prompt and reads no calls; `auto` (the default
-    with tools), `required` and a named function render them and read calls back."""
+    with tools), `required` and a named function render them and read calls back; the last
+    two also prefill the start of a call, so that the model writes one (`tools.py`)."""
 
     @model_validator(mode="after")
     def _tool_choice_names_a_tool(self) -> ChatRequest:

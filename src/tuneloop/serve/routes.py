@@ -44,7 +44,12 @@ from tuneloop.serve.protocol import (
 )
 from tuneloop.serve.rows import Row, RowResult, derive_seed
 from tuneloop.serve.stream import StreamMeta, stream_response
-from tuneloop.serve.tools import parse_tool_calls, prepare_messages, template_handles_tools
+from tuneloop.serve.tools import (
+    forced_prefix,
+    parse_tool_calls,
+    prepare_messages,
+    template_handles_tools,
+)
 
 if TYPE_CHECKING:
     from tuneloop.serve.engine import Engine
@@ -85,11 +90,13 @@ def _new_id(kind: str) -> str:
     return f"{prefix}-{_UNSEEDED.getrandbits(96):024x}"  # uuid4 costs a syscall
 
 
-def _chat_choice(index: int, result: RowResult, tools: bool) -> dict[str, Any]:
+def _chat_choice(index: int, result: RowResult, tools: bool, prefill: str = "") -> dict[str, Any]:
     """One chat choice; with tools in use, a completion that parses as calls becomes
-    `tool_calls` with finish_reason `tool_calls`, anything else stays raw text."""
-    parsed = parse_tool_calls(result.text) if tools else None
-    message: dict[str, Any] = {"role": "assistant", "content": result.text}
+    `tool_calls` with finish_reason `tool_calls`, anything else stays raw text. `prefill` (a
+    forced call's start, see `tools.forced_prefix`) is read as the completion's beginning."""
+    text = prefill + result.text
+    parsed = parse_tool_calls(text) if tools else None
+    message: dict[str, Any] = {"role": "assistant", "content": text}
     reason = result.finish_reason
     if parsed is not None:
         message = {
@@ -189,32 +196,59 @@ class _Routes:
         }
 
     def stream(
-        self, kind: str, rows: list[Row], req: ChatRequest | CompletionRequest, prompt_tokens: int
+        self,
+        kind: str,
+        rows: list[Row],
+        req: ChatRequest | CompletionRequest,
+        prompt_tokens: int,
+        prefill: str = "",
     ) -> Response:
         tools = isinstance(req, ChatRequest) and req.tools_in_use() is not None
-        meta = StreamMeta(kind, _new_id(kind), self.name, prompt_tokens, include_usage(req), tools)
+        meta = StreamMeta(
+            kind, _new_id(kind), self.name, prompt_tokens, include_usage(req), tools, prefill
+        )
         return stream_response(self.engine, rows, meta, req.stop_list())
 
-    def chat_prompt(self, req: ChatRequest) -> list[int]:
+    def prefill(self, req: ChatRequest) -> str:
+        """The forced start of the reply for `tool_choice: "required"` or a named function
+        ("" otherwise); a 400 when the template has no call format to force."""
+        choice = req.tool_choice
+        if req.tools_in_use() is None or choice in (None, "auto"):
+            return ""
+        name = None if choice == "required" else choice.function.name  # type: ignore[union-attr]
+        try:
+            prefix = forced_prefix(self.engine.render_chat, self.native_tools, name)
+        except Exception:  # a template that cannot render a call cannot be forced to write one
+            prefix = None
+        if prefix is None:
+            raise ApiError(
+                "tool_choice: this model's chat template writes no <tool_call> block, so a "
+                "call cannot be enforced; use tool_choice 'auto'",
+                param="tool_choice",
+            )
+        return prefix
+
+    def chat_prompt(self, req: ChatRequest, prefill: str = "") -> list[int]:
         tools = req.tools_in_use()
         messages, template_tools = prepare_messages(
             [m.template_dict() for m in req.messages], tools, self.native_tools
         )
         try:
-            return self.engine.chat_prompt(messages, template_tools)
+            return self.engine.chat_prompt(messages, template_tools, prefill)
         except Exception as err:  # template errors are the request's (or model's) fault
             raise ApiError(f"cannot render the chat template: {err}", param="messages") from None
 
     async def chat(self, request: Request) -> dict[str, Any] | Response:
         req = await self.parse(request, "chat")
         assert isinstance(req, ChatRequest)
-        prompt = self.chat_prompt(req)
+        prefill = self.prefill(req)
+        prompt = self.chat_prompt(req, prefill)
         rows = _rows([prompt], req, self.engine.context)
         if req.stream:
-            return self.stream("chat", rows, req, len(prompt))
+            return self.stream("chat", rows, req, len(prompt), prefill)
         results = await self.generate(rows)
         tools = req.tools_in_use() is not None
-        choices = [_chat_choice(i, r, tools) for i, r in enumerate(results)]
+        choices = [_chat_choice(i, r, tools, prefill) for i, r in enumerate(results)]
         return self.envelope("chat", choices, len(prompt), results)
 
     async def completions(self, request: Request) -> dict[str, Any] | Response:

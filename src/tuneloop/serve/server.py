@@ -92,6 +92,7 @@ def run_server(model_dir: str, settings: ServerSettings) -> int:
             max_batch_size=settings.config.max_batch_size,
             batch_wait_ms=settings.config.batch_wait_ms,
             stop_token_ids=settings.stop_token_ids,
+            max_model_len=settings.config.max_model_len,
         ).start()
     except Exception as err:
         _log(f"error: model {model_dir} failed to load: {type(err).__name__}: {err}")

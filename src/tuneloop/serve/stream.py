@@ -51,6 +51,9 @@ class StreamMeta:
     include_usage: bool
     tools: bool
     """Whether the completion is read for tool calls."""
+    prefill: str = ""
+    """The forced start of a chat reply (`tool_choice` required or named): read, and sent if
+    it ends as content, as the completion's first characters."""
 
 
 class _Listener:
@@ -73,8 +76,8 @@ class _Listener:
 class _Choice:
     """One choice's streamed text: tokens so far and the part already sent."""
 
-    def __init__(self, hold: int, tools: bool) -> None:
-        self.hold, self.tools = hold, tools
+    def __init__(self, hold: int, tools: bool, prefill: str = "") -> None:
+        self.hold, self.tools, self.prefill = hold, tools, prefill
         self.tokens: list[int] = []
         self.sent = ""
 
@@ -86,7 +89,7 @@ class _Choice:
 
     def advance(self, decode: Callable[[list[int]], str]) -> str:
         """The newly settled text since the last call."""
-        safe = self._settled(decode(self.tokens))
+        safe = self._settled(self.prefill + decode(self.tokens))
         if len(safe) <= len(self.sent) or not safe.startswith(self.sent):
             return ""
         new, self.sent = safe[len(self.sent) :], safe
@@ -94,8 +97,9 @@ class _Choice:
 
     def finish(self, result: RowResult) -> tuple[str, list[dict[str, Any]], str]:
         """(remaining content, tool calls, finish reason) for the finished row."""
-        parsed = parse_tool_calls(result.text) if self.tools else None
-        content, calls, reason = result.text, [], result.finish_reason
+        text = self.prefill + result.text
+        parsed = parse_tool_calls(text) if self.tools else None
+        content, calls, reason = text, [], result.finish_reason
         if parsed is not None:
             content = parsed[0] or ""
             calls = [call.openai() for call in parsed[1]]
@@ -205,5 +209,5 @@ def stream_response(
 
     future.add_done_callback(ended)
     hold = max((len(s) for s in stops), default=1) - 1
-    choices = [_Choice(hold, meta.tools) for _ in rows]
+    choices = [_Choice(hold, meta.tools, meta.prefill) for _ in rows]
     return _CancellingStream(_events(engine, meta, choices, queue), future)

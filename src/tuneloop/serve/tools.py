@@ -12,6 +12,14 @@ results back as `<tool_response>` blocks in a user turn — vLLM's `hermes` tool
   of calls. The server then returns the raw text with the ordinary finish reason: whether the
   model should have called a tool is the scorer's question, not the server's. Only the syntax
   is checked; a call to a function that was not offered is still returned as a call.
+- `forced_prefix(render, native, name)`: how `tool_choice: "required"` and a named function are
+  enforced. vLLM constrains decoding to its JSON schema of a call (structured outputs); the
+  embedded server does not run a grammar, so it prefills the assistant turn with the start of
+  a call in the template's own format — `<tool_call>\n{"name": "` for `required`, up to the
+  arguments object for a named function — and the model writes the rest. The prefix is found
+  by rendering a sentinel call through the same template, so it follows whatever spacing the
+  template writes. The completion is read back with the prefix in front; should the model
+  still not finish a well-formed call, the reply is the raw text (200), as with `auto`.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +44,7 @@ __all__ = [
     "CALL_CLOSE",
     "CALL_OPEN",
     "ToolCall",
+    "forced_prefix",
     "parse_tool_calls",
     "prepare_messages",
     "template_handles_tools",
@@ -110,3 +120,43 @@ def visible_prefix(text: str) -> str:
         if CALL_OPEN.startswith(text[-keep:]):
             return text[:-keep]
     return text
+
+
+_SENTINEL_NAME = "tuneloop_sentinel_function"
+_SENTINEL_ARG = "tuneloop_sentinel_argument"
+Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None, bool], str]
+"""`render(messages, tools, add_generation_prompt)`: the chat template's text."""
+
+
+def forced_prefix(render: Render, native: bool, name: str | None) -> str | None:
+    """The start of an assistant turn that must call `name` (None: any tool), in the
+    template's call format: up to the function's name, or for a named function up to its
+    arguments object. None when the template writes no `<tool_call>` block to prefill."""
+    tool = {
+        "type": "function",
+        "function": {
+            "name": _SENTINEL_NAME,
+            "parameters": {"type": "object", "properties": {_SENTINEL_ARG: {"type": "integer"}}},
+        },
+    }
+    function = {"name": _SENTINEL_NAME, "arguments": json.dumps({_SENTINEL_ARG: 0})}
+    call = {"id": "call_0", "type": "function", "function": function}
+    user = {"role": "user", "content": "?"}
+    messages, tools = prepare_messages([user], [tool], native)
+    opened = render(messages, tools, True)
+    reply = {"role": "assistant", "content": None, "tool_calls": [call]}
+    messages, tools = prepare_messages([user, reply], [tool], native)
+    closed = render(messages, tools, False)
+    if not closed.startswith(opened):
+        return None
+    turn = closed[len(opened) :]
+    at = turn.find(_SENTINEL_NAME)
+    if at < 0 or CALL_OPEN not in turn[:at]:
+        return None
+    if name is None:
+        return turn[:at]
+    after = at + len(_SENTINEL_NAME)
+    brace = turn.rfind("{", after, turn.find(f'"{_SENTINEL_ARG}"', after))
+    if brace < 0:
+        return None
+    return turn[:at] + json.dumps(name)[1:-1] + turn[after:brace]
