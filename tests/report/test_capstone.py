@@ -93,3 +93,16 @@ def test_gate_off(tmp_path: Path) -> None:
     runner(write_config(tmp_path, gate={"enabled": False})).run()
     text = (tmp_path / "work" / "capstone" / "report.md").read_text()
     assert "## Gate\n\noff (gate.enabled: false)\n" in text
+
+
+def test_full_fine_tuning_is_named_instead_of_lora(round_dir: Path) -> None:
+    cfg = load_config(round_dir / "loop.yaml")
+    cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"adapter": "none"})})
+    work = cfg.workdir
+    up = {name: work / name for name in ("data", "eval_pre", "train", "report", "gate")}
+    state = read_record(work / "state.json", RunState)
+    verdict = read_record(work / "gate" / "verdict.json", GateVerdict)
+    out = round_dir / "full-ft-report.md"
+    text = render_capstone(cfg, state, capstone_inputs(cfg, up, state), verdict, out)
+    assert "- Method: sft, 100 steps, lr 0.0005, batch 8, full fine-tuning, seed 0" in text
+    assert "LoRA r=" not in text

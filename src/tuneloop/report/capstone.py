@@ -133,7 +133,8 @@ def _inputs(cfg: LoopConfig, inp: CapstoneInputs) -> list[str]:
         lines.append(f"  - built from traces; provenance: `{inp.corpus_provenance}`")
     lines.append(
         f"- Method: {t.method}, {t.steps} steps, lr {t.learning_rate}, batch {t.batch_size}, "
-        f"LoRA r={t.lora.r} alpha={t.lora.alpha}, seed {t.seed}"
+        + (f"LoRA r={t.lora.r} alpha={t.lora.alpha}" if t.adapter == "lora" else "full fine-tuning")
+        + f", seed {t.seed}"
         + (
             f", GRPO group {t.grpo.group_size}, loss {t.grpo.loss_type}, beta {t.grpo.beta}"
             if t.method == "grpo"
