@@ -1,4 +1,4 @@
-"""Benchmark our numpy MinHash against `datasketch` and `rensa` on the same data.
+"""Benchmark tuneloop's MinHash (rensa) against `datasketch` and our former numpy MinHash.
 
 Run: `.venv/bin/python benchmarks/minhash_peers.py [--n 20000] [--threshold 0.8]`.
 
@@ -6,14 +6,18 @@ Every method sees the same texts and the same shingles (`dedup.shingles`: token 
 corpus build uses) with 128 permutations, and is timed from the texts to the keep-first
 removals (the corpus build's near-dup rule). Printed, measured in this run:
 
-- throughput (texts/s) of: ours (`dedup.signatures` + `dedup.lsh_duplicates`); the plain
-  datasketch loop (`MinHash` per text, `MinHashLSH.query/insert`); rensa's R-MinHash sketch
-  (`RMinHash.digest_matrix_from_token_sets`) in our banding pass; and rensa's own
-  `RMinHashDeduplicator` (its LSH plus a check of each candidate's estimated similarity);
+- throughput (texts/s) of: tuneloop's `dedup.signatures` (rensa's full-set R-MinHash,
+  `RMinHash.digest_matrix_from_token_byte_sets`) + `dedup.lsh_duplicates` (our banding); the
+  numpy MinHash tuneloop used until issue 19 (`numpy_signatures` below: datasketch's own
+  permutations, one matrix product-and-min per chunk, bit-identical to datasketch's `MinHash`)
+  in the same banding; the plain datasketch loop (`MinHash` per text,
+  `MinHashLSH.query/insert`; it must remove exactly the rows the numpy path removes, and this
+  run checks that); and rensa's own `RMinHashDeduplicator` (its LSH plus a check of each
+  candidate's estimated similarity);
 - quality against exact Jaccard (computed for every pair that shares a shingle): the
-  candidate-pair recall of each sketch under the same LSH bands (datasketch's choice for the
-  threshold), the candidates' precision, and, for the keep-first removals, the recall of rows
-  that have an earlier row at Jaccard ≥ threshold and the rows removed without one.
+  candidate-pair recall of each sketch under the same LSH bands (`dedup.optimal_bands`), the
+  candidates' precision, and, for the keep-first removals, the recall of rows that have an
+  earlier row at Jaccard ≥ threshold and the rows removed without one.
 
 Timings are the best of `--repeat` runs (the machine this was written on is shared).
 
@@ -24,7 +28,9 @@ by copies with 1-6 words changed, so pair similarities spread across the thresho
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
+import struct
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -32,13 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from tuneloop.data.dedup import (
-    LshParams,
-    lsh_duplicates,
-    near_duplicates_datasketch,
-    shingles,
-    signatures,
-)
+from tuneloop.data.dedup import LshParams, lsh_duplicates, shingles, signatures
 
 WORDS = [
     "order", "refund", "shipping", "account", "password", "invoice", "delivery", "package",
@@ -60,6 +60,62 @@ def make_texts(n: int, seed: int = 0) -> list[str]:
             out.append(" ".join(words))
     rng.shuffle(out)
     return out[:n]
+
+
+def _fmix32(h: np.ndarray) -> np.ndarray:
+    # MurmurHash3 32-bit finalizer, as datasketch applies before its affine32 permutations.
+    h = h ^ (h >> np.uint32(16))
+    h = h * np.uint32(0x85EBCA6B)
+    h = h ^ (h >> np.uint32(13))
+    h = h * np.uint32(0xC2B2AE35)
+    return h ^ (h >> np.uint32(16))
+
+
+def numpy_signatures(texts: Sequence[str], params: LshParams, chunk: int = 1 << 16) -> np.ndarray:
+    """tuneloop's MinHash before issue 19: (len(texts), num_perm) uint32, equal to datasketch's
+    `MinHash(num_perm, seed)` (affine32 permutations of sha1_hash32 of each shingle)."""
+    from datasketch import MinHash
+
+    a, b = MinHash(num_perm=params.num_perm, seed=params.seed).permutations
+    hashes: list[int] = []
+    doc_of: list[int] = []
+    seen: dict[bytes, int] = {}  # shingles repeat across rows ("what is"): hash each once
+    for i, text in enumerate(texts):
+        for sh in shingles(text, params.shingle_size):
+            h = seen.get(sh)
+            if h is None:
+                h = seen[sh] = struct.unpack("<I", hashlib.sha1(sh).digest()[:4])[0]
+            hashes.append(h)
+            doc_of.append(i)
+    hv = _fmix32(np.asarray(hashes, dtype=np.uint32))
+    docs = np.asarray(doc_of, dtype=np.int64)
+    sig = np.full((len(texts), params.num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for start in range(0, len(hv), chunk):
+            part = hv[start : start + chunk, None] * a[None, :] + b[None, :]  # wraps mod 2^32
+            part_docs = docs[start : start + chunk]
+            # docs is non-decreasing: each document's rows are one contiguous run.
+            starts = np.flatnonzero(np.r_[True, part_docs[1:] != part_docs[:-1]])
+            rows = part_docs[starts]
+            sig[rows] = np.minimum(sig[rows], np.minimum.reduceat(part, starts, axis=0))
+    return sig
+
+
+def near_duplicates_datasketch(texts: Sequence[str], params: LshParams) -> dict[int, int]:
+    """The plain datasketch loop: `if lsh.query(m): drop; else: lsh.insert(i, m)`."""
+    from datasketch import MinHash, MinHashLSH
+
+    lsh = MinHashLSH(threshold=params.threshold, num_perm=params.num_perm)
+    removed: dict[int, int] = {}
+    for i, text in enumerate(texts):
+        m = MinHash(num_perm=params.num_perm, seed=params.seed)
+        m.update_batch(list(shingles(text, params.shingle_size)))
+        hits = lsh.query(m)
+        if hits:
+            removed[i] = min(hits)
+        else:
+            lsh.insert(i, m)
+    return removed
 
 
 def exact_pairs(sets: Sequence[set[bytes]]) -> dict[tuple[int, int], float]:
@@ -102,17 +158,13 @@ def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[Any, float]:
     return out, best
 
 
-def ours(texts: list[str], params: LshParams) -> tuple[np.ndarray, dict[int, int]]:
+def tuneloop_rensa(texts: list[str], params: LshParams) -> tuple[np.ndarray, dict[int, int]]:
     sig = signatures(texts, params)
     return sig, lsh_duplicates(sig, params)
 
 
-def rensa_sketch(texts: list[str], params: LshParams) -> tuple[np.ndarray, dict[int, int]]:
-    from rensa import RMinHash
-
-    sets = [[s.decode() for s in shingles(t, params.shingle_size)] for t in texts]
-    matrix = RMinHash.digest_matrix_from_token_sets(sets, params.num_perm, 42)
-    sig = np.asarray(matrix.to_rows(), dtype=np.uint32)
+def old_numpy(texts: list[str], params: LshParams) -> tuple[np.ndarray, dict[int, int]]:
+    sig = numpy_signatures(texts, params)
     return sig, lsh_duplicates(sig, params)
 
 
@@ -155,20 +207,20 @@ def main() -> None:
         f"shingle in {t_truth:.1f} s); "
         f"LSH bands × rows = {params.bands()}"
     )
-    ours(texts[:50], params), rensa_sketch(texts[:50], params)  # imports before any clock
+    tuneloop_rensa(texts[:50], params), old_numpy(texts[:50], params)  # imports before clocks
     k = args.repeat
-    (sig_o, rem_o), t_o = timed(lambda: ours(texts, params), k)
+    (sig_r, rem_r), t_r = timed(lambda: tuneloop_rensa(texts, params), k)
+    (sig_n, rem_n), t_n = timed(lambda: old_numpy(texts, params), k)
     rem_d, t_d = timed(lambda: near_duplicates_datasketch(texts, params), k)
-    (sig_r, rem_r), t_r = timed(lambda: rensa_sketch(texts, params), k)
     rem_rd, t_rd = timed(lambda: rensa_dedup(texts, params), k)
-    assert rem_o.keys() == rem_d.keys(), "ours and the datasketch loop must remove the same rows"
+    assert rem_n.keys() == rem_d.keys(), "old numpy path and datasketch loop must agree"
     rows = [
-        ("ours (numpy, datasketch-exact)", t_o, sig_o, rem_o),
-        ("datasketch loop", t_d, sig_o, rem_d),  # the same signatures, bit for bit
-        ("rensa R-MinHash + our bands", t_r, sig_r, rem_r),
+        ("tuneloop: rensa R-MinHash + bands", t_r, sig_r, rem_r),
+        ("old numpy MinHash + bands", t_n, sig_n, rem_n),
+        ("datasketch loop", t_d, sig_n, rem_d),  # the numpy signatures, bit for bit
         ("rensa RMinHashDeduplicator", t_rd, None, rem_rd),
     ]
-    print(f"{'method':34} {'texts/s':>10} {'vs ours':>8} {'pair recall':>12} {'(J≥0.9)':>8} "
+    print(f"{'method':34} {'texts/s':>10} {'vs numpy':>8} {'pair recall':>12} {'(J≥0.9)':>8} "
           f"{'precision':>10} {'row recall':>11} {'false rm':>9}")  # fmt: skip
     for name, seconds, sig, removed in rows:
         if sig is not None:
@@ -181,7 +233,7 @@ def main() -> None:
             pr = f"{'-':>12} {'-':>8} {'-':>10}"
         row_recall, _, false_rm = removal_quality(removed, truth, args.threshold, args.n)
         print(
-            f"{name:34} {args.n / seconds:10,.0f} {t_o / seconds:7.2f}x {pr} "
+            f"{name:34} {args.n / seconds:10,.0f} {t_n / seconds:7.2f}x {pr} "
             f"{row_recall:11.4f} {false_rm:9,}"
         )
 

@@ -1,5 +1,6 @@
 import json
 import shutil
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,14 @@ def test_every_ingested_trace_is_written_scrubbed_for_the_replay(arith_build):
     assert FAKE_KEY not in path.read_text()
     prov = read_record(result.provenance_path, CorpusProvenance)
     assert "traces.jsonl" in prov.outputs
+    # removals are reproducible only with the same sketch: provenance names it
+    assert prov.near_dedup == {
+        "sketch": "rensa R-MinHash",
+        "rensa": version("rensa"),
+        "algorithm_version": 2,
+        "seed": 1,
+        "bands": [9, 13],
+    }
 
 
 def test_planted_key_and_suite_items_never_reach_an_output(arith_build):

@@ -25,7 +25,8 @@ every ingested trace, scrubbed, as canonical `tuneloop.trace/1` records (before 
 dedup and decontamination: it is what the replay phase replays, and the loop decontaminates
 the replay's outputs instead). `provenance.json`
 records the source files with sha256, the count after every step, every parameter, the
-scrub counts, the per-suite decontamination report, the output hashes and the executor.
+scrub counts, the per-suite decontamination report, the output hashes, the executor and what
+made the near-dup signatures (rensa version and algorithm version, seed, bands).
 
 `executor.kind: ray` (or `--executor ray`) runs the per-row steps (scrub, row cut, MinHash
 signatures) on Ray Data and everything order-dependent here, with byte-identical outputs;
@@ -54,7 +55,7 @@ from tuneloop.data.corpus_steps import (
     _rows,
     row_or_id,
 )
-from tuneloop.data.dedup import LshParams
+from tuneloop.data.dedup import LshParams, sketch_info
 from tuneloop.data.files import json_bytes, jsonl_bytes, write_files
 from tuneloop.data.ingest import ingest_files
 from tuneloop.errors import InputError
@@ -265,6 +266,7 @@ def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: _Build) -> Co
         "decontamination_audit": b.audit,
         "outputs": outputs,
         "executor": b.executor,
+        "near_dedup": sketch_info(_lsh(cfg)) if cfg.dedup.near else None,
     }
     # paths, source names and config values can hold a secret too (a token in a file name)
     provenance = scrub(provenance)

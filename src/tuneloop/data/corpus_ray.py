@@ -21,7 +21,8 @@ What runs where, and why:
   seeded final shuffle and the writes. They are the same code as the local executor's.
 
 So the outputs are byte-identical to the local executor's on the same input: the per-row
-values are identical wherever computed (the signature is a min over the row's own shingles),
+values are identical wherever computed (the signature is rensa's seeded R-MinHash of the row's
+own shingle set, whose tokens rensa hashes with FxHash, not Python's per-process salted hash),
 and every order-dependent decision sees the rows in the same order. `provenance.json` records
 the executor (and its whole config under `parameters`); the scrub counts are summed over the
 tasks. Scaling: the per-row share (about half of a local build's CPU time) spreads over the

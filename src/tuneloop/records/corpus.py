@@ -128,3 +128,6 @@ class CorpusProvenance(Record):
     executor: dict[str, Any] = {"kind": "local"}
     """Where the per-row steps ran: `{kind: local}`, or `{kind: ray, address, ray_version,
     cluster_cpus, tasks}` (version 2; a version-1 file was always built locally)."""
+    near_dedup: dict[str, Any] | None = None
+    """What made the near-dup signatures (`dedup.sketch_info`: sketch, rensa version, its
+    algorithm version, seed, LSH bands × rows); None when near-dup was off or the file is older."""
