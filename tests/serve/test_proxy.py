@@ -213,3 +213,52 @@ def test_upstream_urls_are_normalized(given: str, base: str) -> None:
 def test_bad_upstream_urls_are_input_errors(bad: str) -> None:
     with pytest.raises(InputError, match="upstream"):
         normalize_upstream(bad)
+
+
+async def test_a_timeout_is_a_504_and_unforwarded_methods_a_405() -> None:
+    with running(fake_upstream("slow", delay_s=1.0)) as upstream:
+        proxy = Proxy(ProxySettings(upstream=upstream, read_timeout_s=0.2))
+        async with asgi_client(proxy) as client:
+            late = await client.post("/v1/chat/completions", json=chat("hi"))
+            head = await client.request("OPTIONS", "/v1/models")
+        await proxy.aclose()
+    assert late.status_code == 504 and late.json()["error"]["code"] == "upstream_timeout"
+    assert head.status_code == 405 and head.json()["error"]["type"] == "invalid_request_error"
+    assert proxy.in_flight() == {upstream: 0}
+
+
+async def test_a_dropped_connection_is_retried_and_headers_pass_as_sent() -> None:
+    """The upstream closes the first connection without answering (as one whose keep-alive
+    ran out does); the proxy retries once and adds no header the client did not send."""
+    heads: list[bytes] = []
+    reply = b'{"id": "x"}'
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        heads.append(head)
+        at = head.lower().index(b"content-length:") + 15
+        await reader.readexactly(int(head[at : head.index(b"\r\n", at)]))
+        if len(heads) > 1:
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\n\r\n%s" % (len(reply), reply)
+            )
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    proxy = Proxy(ProxySettings(upstream=f"http://127.0.0.1:{port}/v1"))
+    async with asgi_client(proxy) as client:
+        answer = await client.post("/v1/chat/completions?x=1%202", content=b"{}")
+    await proxy.aclose()
+    server.close()
+    assert answer.status_code == 200 and answer.content == reply
+    assert len(heads) == 2 and heads[0] == heads[1]
+    lines = heads[1].decode().lower().split("\r\n")
+    assert lines[0] == "post /v1/chat/completions?x=1%202 http/1.1"
+    names = {line.split(":")[0] for line in lines[1:] if line}
+    # httpx's request headers (its `connection: keep-alive` is hop-by-hop: dropped), the
+    # body's length, and accept-encoding set to identity; aiohttp's own defaults left out
+    assert names == {"host", "accept", "user-agent", "content-length", "accept-encoding"}
+    assert "accept-encoding: identity" in lines and "user-agent: python-httpx" in heads[1].decode()

@@ -1,26 +1,33 @@
 """The proxy's HTTP surface: `create_proxy_app(Proxy(settings), log)`.
 
-Routes: `/v1/*` forwarded by `Proxy.forward`; `GET /health`; the admin routes
-`GET|POST /admin/upstream` and `POST /admin/drain` (loopback clients only, plus the admin token
-when one is set); and, with a `TrafficLog`, the traffic middleware and `POST /v1/feedback`
-(`traffic.py`). What the proxy does and why is in `proxy.py`; the command is
-`proxy_command.py`.
+Routes: `/v1/*` forwarded by `Proxy.handle`, a bare ASGI app reached ahead of FastAPI's
+middleware and routing (`_ProxyApp`: a proxy's cost per request is what it adds); `GET /health`; the
+admin routes `GET|POST /admin/upstream` and `POST /admin/drain` (loopback clients only, plus
+the admin token when one is set); and, with a `TrafficLog`, the traffic middleware and
+`POST /v1/feedback` (`traffic.py`). What the proxy does and why is in `proxy.py`; the command
+is `proxy_command.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tuneloop.errors import InputError
 from tuneloop.serve.protocol import ApiError
-from tuneloop.serve.proxy import Proxy, check_bearer, normalize_upstream
-from tuneloop.serve.traffic import TrafficLog, install_traffic
+from tuneloop.serve.proxy import Proxy, check_bearer, normalize_upstream, send_error
+from tuneloop.serve.traffic import TrafficLog, TrafficMiddleware, install_traffic
+
+FORWARDED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+_LOG = logging.getLogger("tuneloop.serve.proxy")
 
 
 def _error(err: ApiError) -> JSONResponse:
@@ -42,16 +49,13 @@ def create_proxy_app(proxy: Proxy, log: TrafficLog | None = None) -> FastAPI:
         yield
         await proxy.aclose()
 
-    app = FastAPI(
+    forwarding = _Forwarding(proxy, frozenset({"/v1/feedback"} if log is not None else ()))
+    app = _ProxyApp(
         title="tuneloop proxy", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
     )
+    app.forwarding = forwarding if log is None else TrafficMiddleware(forwarding, log)
+    app.takes = forwarding.takes
     app.state.proxy = proxy
-
-    async def forward(request: Request) -> Response:
-        try:
-            return await proxy.forward(request)
-        except ApiError as err:
-            return _error(err)
 
     async def health(request: Request) -> Response:
         status, body = await proxy.health()
@@ -59,8 +63,8 @@ def create_proxy_app(proxy: Proxy, log: TrafficLog | None = None) -> FastAPI:
 
     app.add_route("/health", health, methods=["GET"])
     _admin_routes(app, proxy)
-    methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-    app.add_route("/v1/{path:path}", forward, methods=methods, include_in_schema=False)
+    # routing sees /v1/* only for the methods not forwarded: a 405
+    app.router.routes.append(Route("/v1/{path:path}", forwarding, methods=FORWARDED_METHODS))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -71,9 +75,58 @@ def create_proxy_app(proxy: Proxy, log: TrafficLog | None = None) -> FastAPI:
     async def internal(request: Request, exc: Exception) -> JSONResponse:
         return _error(ApiError(f"internal error: {exc!r}", status=500, type="server_error"))
 
-    if log is not None:
+    if log is not None:  # for /health, /v1/feedback and closing the log at shutdown
         install_traffic(app, log, api_key=proxy.settings.api_key)
     return app
+
+
+class _ProxyApp(FastAPI):
+    """FastAPI, but forwarded requests go straight to `forwarding` (`_Forwarding`, inside
+    the traffic middleware when there is a log), past FastAPI's and Starlette's middleware
+    and routing: measured, those layers alone cost more than the rest of a forward."""
+
+    forwarding: ASGIApp
+    takes: Callable[[Scope], bool]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.takes(scope):
+            await self.forwarding(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+
+
+class _Forwarding:
+    """`Proxy.handle` for `/v1/*` but the `local` paths; an unexpected error before the
+    response started is a 500 OpenAI-style body."""
+
+    def __init__(self, proxy: Proxy, local: frozenset[str]) -> None:
+        self.proxy = proxy
+        self.local = local
+
+    def takes(self, scope: Scope) -> bool:
+        path: str = scope["path"]
+        return (
+            path.startswith("/v1/")
+            and path not in self.local
+            and scope["method"] in FORWARDED_METHODS
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            await self.proxy.handle(scope, receive, sending)
+        except Exception as exc:
+            if started:
+                raise
+            _LOG.exception("proxy: internal error")
+            error = ApiError(f"internal error: {exc!r}", status=500, type="server_error")
+            await send_error(send, error)
 
 
 def _admin_routes(app: FastAPI, proxy: Proxy) -> None:
