@@ -3,13 +3,17 @@
 Run: `python examples/arith/make_replay_traces.py [--out FILE] [-n N]`. Byte-identical on
 every run (one `random.Random` with a fixed seed; timestamps from the line index).
 
-What it imitates: the log of a deployed arithmetic assistant that asks questions in words
-(additions and subtractions, alternating) and answers them poorly, as the base model does;
-every line carries the task's verifiable `answer` and its `scorer`, as a task queue with
-known results would log it. The questions are the *replay half* of `train_prompts.jsonl`
+What it imitates: the log of a deployed arithmetic assistant whose users ask as the main
+demo's training data does (make_data.py): three questions in four in words (additions and
+subtractions, alternating), one in four symbolic ("What is 37 + 45?"). The logged answers are
+the base model's kind: right on 30% of the questions in words and 90% of the symbolic ones.
+Every line carries the task's verifiable `answer` and its `scorer`, as a task queue with known
+results would log it. The questions are the *replay half* of `train_prompts.jsonl`
 (`build_teachers.teacher_half` is false): none is a suite problem, and no teacher was trained
-on them. `loop_replay.yaml`'s data phase ingests the log into canonical traces (and GRPO
-prompts); its replay phase sends every step to the teachers in `teachers.yaml`.
+on them (the teachers saw only questions in words of the other half). 1,200 lines by default:
+900 in words, 300 symbolic (the replay half has 1,153 and 396). `loop_replay.yaml`'s data
+phase ingests the log into canonical traces (and GRPO prompts); its replay phase sends every
+step to the teachers in `teachers.yaml`.
 """
 
 from __future__ import annotations
@@ -20,12 +24,14 @@ import random
 from pathlib import Path
 from typing import Any
 
-from build_teachers import HERE, read_items, words
+from build_teachers import HERE, read_items, teacher_half, words
 
 SEED = 20261201
-N = 240
-RIGHT = 0.3
-"""How often the logged (original) answer is right: the base model is poor at words."""
+N = 1200
+SYMBOLIC_EVERY = 4
+"""Every 4th line is symbolic, the rest in words: make_data.py's mix (a quarter symbolic)."""
+RIGHT = {"words": 0.3, "symbolic": 0.9}
+"""How often the logged (original) answer is right: the base model is poor at words only."""
 T0 = 1_780_000_000
 
 
@@ -53,13 +59,19 @@ def exchange(i: int, item: dict[str, Any], said: str) -> dict[str, Any]:
 def lines(n: int) -> list[dict[str, Any]]:
     items = read_items(HERE / "train_prompts.jsonl")
     add, sub = words(items, "add", teachers=False), words(items, "sub", teachers=False)
+    sym = [it for it in items if "symbolic" in it["tags"] and not teacher_half(it["id"])]
     rng = random.Random(SEED)
-    rng.shuffle(add)
-    rng.shuffle(sub)
-    picked = [it for pair in zip(add, sub, strict=False) for it in pair][:n]
+    for pool in (add, sub, sym):
+        rng.shuffle(pool)
+    worded = iter([it for pair in zip(add, sub, strict=False) for it in pair])
+    symbolic = iter(sym)
     out = []
-    for i, item in enumerate(picked):
-        right = rng.random() < RIGHT
+    for i in range(n):
+        kind = "symbolic" if i % SYMBOLIC_EVERY == SYMBOLIC_EVERY - 1 else "words"
+        item = next(symbolic if kind == "symbolic" else worded, None)
+        if item is None:
+            raise SystemExit(f"-n {n}: the replay half has too few {kind} questions")
+        right = rng.random() < RIGHT[kind]
         said = item["answer"] if right else str(int(item["answer"]) + rng.choice([-10, -1, 1, 10]))
         out.append(exchange(i, item, said))
     return out

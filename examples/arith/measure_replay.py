@@ -1,13 +1,15 @@
 """Measure teacher replay: reference SFT vs teacher-distilled SFT vs the composite objective.
 
-Run: `python examples/arith/measure_replay.py [--seconds 60] [--lr 0.001] [--work DIR]`
-(after `build_teachers.py` and `make_replay_traces.py`; about 5-6 minutes on 2 CPU cores).
-Prints a Markdown table and writes it, with every figure's source, to `WORK/table.md`.
+Run: `python examples/arith/measure_replay.py [--seconds 180] [--lr 0.001]
+[--composite-lr 0.0001] [--alpha 0.5] [--beta 0.5] [--arms reference,teacher-distilled,composite]
+[--work DIR]` (after `build_teachers.py` and `make_replay_traces.py`; about 15 minutes on 2 CPU
+cores). Prints a Markdown table and writes it, with every figure's source, to `WORK/table.md`.
 
 What it does, with tuneloop's own commands and loop:
-1. `tuneloop ingest` of the replay log (`traces/replay_production.jsonl`) into canonical
-   traces, and `tuneloop corpus build corpus_replay.yaml` of it into GRPO prompts (each logged
-   question with its verifiable answer);
+1. `tuneloop ingest` of the replay log (`traces/replay_production.jsonl`: 1,200 questions,
+   three quarters in words, a quarter symbolic) into canonical traces, and `tuneloop corpus
+   build corpus_replay.yaml` of it into GRPO prompts (each logged question with its
+   verifiable answer);
 2. `tuneloop replay` of those traces to `teachers.yaml` (the adder and the subber);
 3. three training arms from the same base (`model/`), each given the same training seconds:
    - reference SFT: SFT on the logged reference answers of every replayed question;
@@ -19,17 +21,15 @@ What it does, with tuneloop's own commands and loop:
    once (`eval_pre` skips on the later rounds) and each report is the paired Δ of that arm
    against the base on every suite item, bootstrap CI and permutation p (`tuneloop.report`).
 
-Same training seconds, deliberately by calibration: tuneloop has no wall-clock stop for
-training, so each arm first trains `CALIBRATION_STEPS` steps, its mean step time (the
-`step_time_s` of its metrics, the first step left out) sets its step count for `--seconds`,
-and the table reports the seconds each arm actually trained (`train_settings.json`), which
-include model loading and so run a little over the budget.
+Same training seconds, by `train.max_seconds`: every arm gets the same wall-clock budget,
+counted from its first optimizer step (model loading excluded), and `train.steps` is only an
+upper bound no arm reaches. The table reports each arm's steps done and trained seconds from
+its `train_settings.json` (`steps_done`, `train_seconds`, `stop` must be `max_seconds`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import shutil
 import subprocess
@@ -44,21 +44,26 @@ import yaml
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 TUNELOOP = Path(sys.executable).parent / "tuneloop"
-CALIBRATION_STEPS = 4
+MAX_STEPS = 100_000
+"""`train.steps` of every arm: an upper bound; the budget (`train.max_seconds`) ends them."""
+COMPOSITE_LR = 0.0001
+"""The composite arm's learning rate (`--composite-lr`): at 1e-3 its reward collapsed."""
 COMMON: dict[str, Any] = {
     "learning_rate": 0.001,
-    "batch_size": 32,
+    "batch_size": 64,
     "torch_threads": 1,
     "seed": 0,
     "lora": {"r": 64, "alpha": 64},
 }
+COMPOSITE = "composite (GRPO + α·self-distill + β·replay-DPO)"
 ARMS: dict[str, dict[str, Any]] = {
     "reference SFT": {"method": "sft", "data": "data/grpo.jsonl"},
     "teacher-distilled SFT": {"method": "sft", "data": "replay/sft.jsonl"},
-    "composite (GRPO + α·self-distill + β·replay-DPO)": {
+    COMPOSITE: {
         "method": "composite",
         "data": "data/grpo.jsonl",
         "batch_size": 8,
+        "learning_rate": COMPOSITE_LR,
         "grpo": {"group_size": 4, "max_completion_length": 8, "scorer": "numeric"},
         "composite": {"alpha": 0.5, "beta": 0.5, "pairs": "replay/dpo.jsonl"},
     },
@@ -74,40 +79,12 @@ def rows(path: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.strip())
 
 
-def train_section(arm: dict[str, Any], work: Path, steps: int) -> dict[str, Any]:
-    out = {**COMMON, **arm, "steps": steps}
+def train_section(arm: dict[str, Any], work: Path, seconds: float) -> dict[str, Any]:
+    out = {**COMMON, **arm, "steps": MAX_STEPS, "max_seconds": seconds}
     out["data"] = str(work / arm["data"])
     if "composite" in arm:
         out["composite"] = {**arm["composite"], "pairs": str(work / arm["composite"]["pairs"])}
     return out
-
-
-def calibrate(arm: dict[str, Any], work: Path, name: str) -> float:
-    """Mean seconds per optimizer step of an arm (its first step, with warm-up, left out)."""
-    out = work / "calibration" / name
-    shutil.rmtree(out, ignore_errors=True)
-    settings = train_section(arm, work, CALIBRATION_STEPS)
-    cfg = work / "calibration" / f"{name}.yaml"
-    cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text(yaml.safe_dump(settings))
-    args: list[str | Path] = [TUNELOOP, "train", "--base", HERE / "model", "--out", out]
-    args += ["--method", settings["method"], "--data", settings["data"]]
-    args += ["--steps", str(CALIBRATION_STEPS), "--batch-size", str(settings["batch_size"])]
-    args += ["--learning-rate", str(settings["learning_rate"]), "--torch-threads", "1"]
-    args += ["--lora-r", "64", "--lora-alpha", "64", "--no-progress"]
-    if settings["method"] == "composite":
-        g, c = settings["grpo"], settings["composite"]
-        args += ["--grpo-group-size", str(g["group_size"]), "--grpo-scorer", g["scorer"]]
-        args += ["--grpo-max-completion-length", str(g["max_completion_length"])]
-        args += ["--composite-alpha", str(c["alpha"]), "--composite-beta", str(c["beta"])]
-        args += ["--composite-pairs", c["pairs"]]
-    sh(*args)
-    times = [
-        json.loads(line)["step_time_s"]
-        for line in (out / "metrics.jsonl").read_text().splitlines()
-        if "step_time_s" in json.loads(line)
-    ]
-    return sum(times[1:]) / len(times[1:])
 
 
 def loop_config(work: Path, train: dict[str, Any]) -> Path:
@@ -135,25 +112,25 @@ def measure_arm(name: str, arm: dict[str, Any], work: Path, seconds: float) -> d
     from tuneloop.train.settings import TrainRunRecord
 
     slug = name.split(" ")[0].strip("(")
-    step_s = calibrate(arm, work, slug)
-    steps = max(1, round(seconds / step_s))
     loop = work / "loop"
     # the later phases (capstone, report.html) are not part of the measurement
-    sh(TUNELOOP, "run", loop_config(work, train_section(arm, work, steps)), check=False)
+    sh(TUNELOOP, "run", loop_config(work, train_section(arm, work, seconds)), check=False)
     state = read_record(loop / "state.json", RunState)
     if state.phases["report"].status != "done":
         raise SystemExit(f"{name}: the round stopped before its report; see {loop}/state.json")
     delta = read_record(loop / "report" / "delta.json", DeltaReport)
     trained = read_record(loop / "train" / "adapter" / "train_settings.json", TrainRunRecord)
+    if trained.stop != "max_seconds":
+        raise SystemExit(f"{name}: training ended by {trained.stop}, not the budget")
     kept = work / "arms" / slug
     shutil.rmtree(kept, ignore_errors=True)
     shutil.copytree(loop / "report", kept)
     return {
         "arm": name,
         "rows": rows(work / arm["data"]),
-        "steps": steps,
-        "step_s": step_s,
-        "seconds": trained.seconds,
+        "lr": trained.settings["learning_rate"],
+        "steps": trained.steps_done,
+        "seconds": trained.train_seconds,
         "pre": delta.pre.mean,
         "post": delta.post.mean,
         "delta": delta.delta,
@@ -179,17 +156,17 @@ def table(results: list[dict[str, Any]], seconds: float, replay: Any) -> str:
         f"Measured {date.today().isoformat()} on {platform.machine()} "
         f"({platform.processor() or platform.system()}, CPU only), same base (`model/`, "
         f"pass@1 {100 * results[0]['pre']:.1f}% on the {results[0]['n']}-item suite), "
-        f"{seconds:.0f} s of training per arm (equal steps calibrated to equal time), "
-        f"learning rate {COMMON['learning_rate']:g} for every arm.",
+        f"{seconds:.0f} s of training per arm (`train.max_seconds`, from the first optimizer "
+        "step).",
         "",
-        "| arm | training rows | steps | s/step | trained s | pass@1 | Δ vs base (pts) "
+        "| arm | training rows | lr | steps | trained s | pass@1 | Δ vs base (pts) "
         "| 95% CI | p | fixed / broken | words | symbolic |",
         "|---|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|",
     ]
     for r in results:
         lo, hi = r["ci"]
         lines.append(
-            f"| {r['arm']} | {r['rows']} | {r['steps']} | {r['step_s']:.2f} | {r['seconds']:.0f} "
+            f"| {r['arm']} | {r['rows']} | {r['lr']:g} | {r['steps']} | {r['seconds']:.1f} "
             f"| {100 * r['post']:.1f}% | {pp(r['delta'])} | {pp(lo)} to {pp(hi)} "
             f"| {r['p']:.3g} | {r['flips'][0]} / {r['flips'][1]} "
             f"| {kind(r, 'words')} | {kind(r, 'symbolic')} |"
@@ -209,11 +186,20 @@ def table(results: list[dict[str, Any]], seconds: float, replay: Any) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--lr", type=float, default=COMMON["learning_rate"])
+    parser.add_argument("--seconds", type=float, default=180.0)
+    parser.add_argument("--lr", type=float, default=COMMON["learning_rate"], help="SFT arms")
+    parser.add_argument("--composite-lr", type=float, default=COMPOSITE_LR)
+    parser.add_argument("--alpha", type=float, default=0.5)
+    parser.add_argument("--beta", type=float, default=0.5)
+    parser.add_argument(
+        "--arms", default="reference,teacher-distilled,composite", help="comma-separated subset"
+    )
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "measure-replay")
     args = parser.parse_args()
     COMMON["learning_rate"] = args.lr
+    composite = ARMS[COMPOSITE]
+    composite["learning_rate"] = args.composite_lr
+    composite["composite"] = {**composite["composite"], "alpha": args.alpha, "beta": args.beta}
     from tuneloop.records import read_record
     from tuneloop.records.replay import ReplayReport
 
@@ -236,7 +222,9 @@ def main() -> None:
         work / "replay",
     )
     replay = read_record(work / "replay" / "report.json", ReplayReport)
-    results = [measure_arm(name, arm, work, args.seconds) for name, arm in ARMS.items()]
+    chosen = set(args.arms.split(","))
+    arms = {n: a for n, a in ARMS.items() if n.split(" ")[0] in chosen}
+    results = [measure_arm(name, arm, work, args.seconds) for name, arm in arms.items()]
     text = table(results, args.seconds, replay)
     text += f"\n\nWhole measurement: {time.perf_counter() - t0:.0f} s wall."
     (work / "table.md").write_text(text + "\n")

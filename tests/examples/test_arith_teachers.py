@@ -63,3 +63,23 @@ def test_teachers_and_replay_traces_use_disjoint_halves(
     }
     assert replayed and not replayed & taught
     assert len(traces.lines(traces.N)) == traces.N
+
+
+def test_replay_traces_mix_words_and_symbolic_like_the_training_data(arith_dir, make_replay_traces):
+    traces = make_replay_traces
+    lines = traces.lines(traces.N)
+    committed = [json.loads(x) for x in (arith_dir / "traces" / "replay_production.jsonl").open()]
+    assert committed == lines  # the committed log is the script's output
+    by_id = {
+        it["messages"][0]["content"]: it
+        for it in map(json.loads, (arith_dir / "train_prompts.jsonl").open())
+    }
+    kinds = [
+        "symbolic"
+        if "symbolic" in by_id[x["request"]["messages"][0]["content"]]["tags"]
+        else "words"
+        for x in lines
+    ]
+    assert kinds.count("symbolic") * 4 == len(lines)  # a quarter, as make_data.py's mix
+    suite = {json.loads(x)["messages"][-1]["content"] for x in (arith_dir / "suite.jsonl").open()}
+    assert not suite & {x["request"]["messages"][0]["content"] for x in lines}

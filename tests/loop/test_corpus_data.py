@@ -12,8 +12,10 @@ import pytest
 from tuneloop.config import LoopConfig
 from tuneloop.loop.corpus_data import (
     FILTERED,
+    PAIRS_FILTERED,
     REPORT,
     corpus_output,
+    decontaminated_pairs,
     decontaminated_train_data,
     output_problems,
 )
@@ -119,6 +121,74 @@ def test_a_direct_train_data_is_filtered_against_the_loop_suite(tmp_path) -> Non
     # nothing to remove: the trainer reads the file itself
     data.write_text(json.dumps(rows[0]) + "\n")
     assert decontaminated_train_data(cfg, folder) == data
+
+
+def _pairs(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
+    pairs = [
+        {"prompt": "What is 500 + 2?", "chosen": "502", "rejected": "503"},
+        {"prompt": [{"role": "user", "content": LEAK}], "chosen": "8", "rejected": "9"},
+        {"prompt": "What is 600 + 3?", "chosen": "603", "rejected": "604"},
+    ]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    return path, pairs
+
+
+def test_given_composite_pairs_are_filtered_against_the_loop_suite(tmp_path) -> None:
+    path, pairs = _pairs(tmp_path)
+    data = tmp_path / "t.jsonl"
+    data.write_text(json.dumps({"prompt": "What is 500 + 2?", "answer": "502"}) + "\n")
+    composite = {"beta": 0.5, "pairs": str(path)}
+    cfg = _cfg(
+        tmp_path,
+        corpus=None,
+        train={"method": "composite", "data": str(data), "composite": composite},
+    )
+    folder = tmp_path / "train"
+    folder.mkdir()
+    assert decontaminated_train_data(cfg, folder) == data  # clean: read as given
+    out = decontaminated_pairs(cfg, folder)
+    assert out == folder / PAIRS_FILTERED
+    assert [json.loads(x) for x in out.read_text().splitlines()] == [pairs[0], pairs[2]]
+    report = json.loads((folder / REPORT).read_text())
+    assert report["data"] == str(data) and report["contaminated"] == 0  # train.data's entry
+    assert report["pairs"]["path"] == str(path) and report["pairs"]["rows"] == 3
+    assert [r["line"] for r in report["pairs"]["removed"]] == [2]
+    # allowed: kept and listed; beta 0 or another method: the pairs are not read at all
+    allowed = cfg.model_copy(
+        update={"train": cfg.train.model_copy(update={"allow_contamination": True})}
+    )
+    assert decontaminated_pairs(allowed, folder) == path
+    off = cfg.train.composite.model_copy(update={"beta": 0.0})
+    assert (
+        decontaminated_pairs(
+            cfg.model_copy(update={"train": cfg.train.model_copy(update={"composite": off})}),
+            folder,
+        )
+        is None
+    )
+
+
+def test_the_train_phase_trains_on_the_filtered_pairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, pairs = _pairs(tmp_path)
+    rows = [{"messages": [{"role": "user", "content": "What is 500 + 2?"}], "answer": "502"}]
+    data = tmp_path / "t.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    train = {
+        "method": "composite",
+        "data": str(data),
+        "composite": {"beta": 0.5, "pairs": str(path)},
+    }
+    seen = fakeloop.run_with_train_adapter(
+        fakeloop.write_config(tmp_path, train=train), monkeypatch
+    )
+    work = tmp_path / "work" / "train"
+    assert seen["settings"].composite.pairs == work / PAIRS_FILTERED
+    assert LEAK not in (work / PAIRS_FILTERED).read_text()
+    assert json.loads((work / REPORT).read_text())["pairs"]["contaminated"] == 1
+    assert "pairs" in seen["state"].phases["train"].inputs  # hashed: edited pairs retrain
 
 
 def test_tuneloop_check_refuses_dpo_on_chat_rows(project, capsys, monkeypatch) -> None:  # noqa: F811

@@ -184,3 +184,33 @@ def test_the_replay_demo_config_passes_check() -> None:
     done = subprocess.run([str(TUNELOOP), "check", str(config)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "replay.teachers" not in done.stderr  # its outputs feed the composite training
+
+
+def test_a_redone_replay_reuses_the_quarantined_calls(
+    tmp_path: Path, teachers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    train = {"method": "composite", "composite": {"beta": 0.1}}
+    _round(tmp_path, teachers.url, monkeypatch, train=train, gate={"enabled": False})
+    calls = sum(teachers.state.calls.values())
+    assert calls == 6  # 3 steps × 2 teachers
+    # a changed replay setting redoes the phase in a fresh folder (the old one quarantined)
+    config = fakeloop.write_config(
+        tmp_path,
+        data={"corpus": str(tmp_path / "corpus.yaml")},
+        replay={"teachers": str(tmp_path / "teachers.yaml"), "pass_threshold": 0.9},
+        train=train,
+        gate={"enabled": False},
+    )
+    again = fakeloop.run_with_train_adapter(config, monkeypatch)
+    assert sum(teachers.state.calls.values()) == calls  # nothing asked, nothing paid again
+    work = tmp_path / "work"
+    (old,) = (work / "quarantine").glob("*-replay")
+    report = read_record(work / "replay" / "report.json", ReplayReport)
+    assert report.calls_this_run == 0 and report.cost_usd_this_run == 0
+    assert report.calls_reused == 6 and report.reused_from == {str(old / "calls.jsonl"): 6}
+    assert (
+        "Reused from an earlier replay's log: 6 calls"
+        in (work / "replay" / "report.md").read_text()
+    )
+    assert again["state"].phases["replay"].notes["calls_reused"] == 6
+    assert (work / "replay" / REPLAY_DPO).read_bytes() == (old / REPLAY_DPO).read_bytes()

@@ -82,7 +82,11 @@ class TrainConfig(Section):
     data: ConfigPath | None = None
     """Training data JSONL; None means the data phase's corpus."""
     steps: int = Field(default=100, gt=0)
-    """Optimizer steps."""
+    """Optimizer steps (an upper bound when `max_seconds` is set)."""
+    max_seconds: float | None = Field(default=None, gt=0)
+    """Wall-clock budget for training, counted from the first optimizer step (model loading
+    excluded): once spent, training stops after the step in flight and the adapter is kept;
+    `train_settings.json` records `steps_done`, `train_seconds` and `stop`. None = no budget."""
     learning_rate: float = Field(default=5e-4, gt=0)
     """Peak learning rate."""
     batch_size: int = Field(default=8, gt=0)

@@ -146,6 +146,7 @@ def run_replay(ctx: PhaseContext) -> None:
         corpus_file,
         corpus_output,
         decontaminate_replay,
+        earlier_call_logs,
         output_phase,
         replay_traces,
     )
@@ -153,8 +154,11 @@ def run_replay(ctx: PhaseContext) -> None:
 
     cfg = ctx.cfg
     assert cfg.replay.teachers is not None
-    result = replay(replay_traces(cfg, ctx.upstream), cfg.replay.teachers, ctx.folder, cfg.replay)
+    traces, earlier = replay_traces(cfg, ctx.upstream), earlier_call_logs(ctx.workdir)
+    result = replay(traces, cfg.replay.teachers, ctx.folder, cfg.replay, earlier=earlier)
     r = result.report
+    ctx.notes.update(calls_this_run=r.calls_this_run, calls_reused=r.calls_reused)
+    ctx.notes["reused_from"] = r.reused_from
     ctx.notes["teachers"] = {
         t.name: {"pass_rate": t.pass_rate, "scored": t.scored, "cost_usd": t.cost_usd}
         for t in r.teachers
@@ -194,17 +198,22 @@ def train_settings(cfg: LoopConfig, upstream: dict[str, Path]) -> TrainConfig:
 
 
 def run_train(ctx: PhaseContext) -> None:
-    from tuneloop.loop.corpus_data import decontaminated_train_data
+    from tuneloop.loop.corpus_data import decontaminated_pairs, decontaminated_train_data
     from tuneloop.train import train
 
     data = train_data(ctx.cfg, ctx.upstream)
     if ctx.cfg.train.data is not None:  # the corpus build already decontaminated its output
         data = decontaminated_train_data(ctx.cfg, ctx.folder)
+    settings = train_settings(ctx.cfg, ctx.upstream)
+    pairs = decontaminated_pairs(ctx.cfg, ctx.folder)  # given pairs; the replay's already are
+    if pairs is not None and pairs != settings.composite.pairs:
+        composite = settings.composite.model_copy(update={"pairs": pairs})
+        settings = settings.model_copy(update={"composite": composite})
     train(
         ctx.cfg.base,
         data,
         ctx.folder / "adapter",
-        train_settings(ctx.cfg, ctx.upstream),
+        settings,
         suite_paths=[ctx.cfg.suite.path],
         default_scorer=ctx.cfg.suite.default_scorer,
     )

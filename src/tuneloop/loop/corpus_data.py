@@ -14,7 +14,9 @@ by the train phase with the same rule (`data.decontam_run.decontaminate_file`). 
 filtered, not refused: contaminated rows are left out of a copy the trainer reads
 (`train/data.decontaminated.jsonl`), and every removal is listed in
 `train/decontamination.json`; when nothing matches, the trainer reads the file itself. With
-`train.allow_contamination` the rows are kept and only listed.
+`train.allow_contamination` the rows are kept and only listed. User-given
+`train.composite.pairs` get the same treatment (`train/pairs.decontaminated.jsonl`, listed
+under `pairs` in `train/decontamination.json`), as the replay's own pairs do in `replay/`.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ WHY = {
     "sft": "SFT trains on conversations that end in an answer",
 }
 FILTERED, REPORT = "data.decontaminated.jsonl", "decontamination.json"
+PAIRS_FILTERED = "pairs.decontaminated.jsonl"
+"""User-given `train.composite.pairs` without suite items (`decontaminated_pairs`)."""
 
 
 def output_phase(output: str) -> str:
@@ -197,27 +201,56 @@ def corpus_file(cfg: LoopConfig, folder: Path) -> Path:
 
 def decontaminated_train_data(cfg: LoopConfig, folder: Path) -> Path:
     """A directly given train.data, matched against the loop's suites (module docstring)."""
-    from tuneloop.data.decontam_run import decontaminate_file, without_lines
     from tuneloop.data.files import json_bytes, write_files
 
     assert cfg.train.data is not None
-    found = decontaminate_file(cfg.train.data, loop_suites(cfg))
+    data, report, files = _filtered(cfg, cfg.train.data, folder / FILTERED)
+    files[folder / REPORT] = json_bytes({"data": str(cfg.train.data), **report})
+    write_files(files)
+    return data
+
+
+def decontaminated_pairs(cfg: LoopConfig, folder: Path) -> Path | None:
+    """User-given `train.composite.pairs` (read when beta > 0), matched against the loop's
+    suites like the replay's pairs: the trainer reads `PAIRS_FILTERED` without the pairs that
+    contain a suite item, listed under `pairs` in `REPORT` (beside a given train.data's
+    entry). None when composite reads no given pairs; the file itself when nothing matches."""
+    import json
+
+    from tuneloop.data.files import json_bytes, write_files
+
+    c = cfg.train.composite
+    if cfg.train.method != "composite" or c.beta == 0 or c.pairs is None:
+        return None
+    pairs, report, files = _filtered(cfg, c.pairs, folder / PAIRS_FILTERED)
+    whole: dict[str, Any] = {}
+    if cfg.train.data is not None and (folder / REPORT).is_file():
+        whole = json.loads((folder / REPORT).read_text())  # decontaminated_train_data's
+    whole["pairs"] = {"path": str(c.pairs), **report}
+    files[folder / REPORT] = json_bytes({"suites": report["suites"], **whole})
+    write_files(files)
+    return pairs
+
+
+def _filtered(
+    cfg: LoopConfig, src: Path, target: Path
+) -> tuple[Path, dict[str, Any], dict[Path, bytes]]:
+    """What training reads of `src` (`target` when rows must go, else `src`), the report
+    entry, and the files to write (the filtered copy, when there is one)."""
+    from tuneloop.data.decontam_run import decontaminate_file, without_lines
+
+    found = decontaminate_file(src, loop_suites(cfg))
     keep = cfg.train.allow_contamination
     report: dict[str, Any] = {
-        "data": str(cfg.train.data),
         "suites": [str(s.path) for s in found.suites],
         "rows": found.rows,
         "contaminated": len(found.removed),
         "kept_by_allow_contamination": keep,
         "removed": removals(found.removed),
     }
-    files = {folder / REPORT: json_bytes(report)}
-    data = cfg.train.data
-    if found.removed and not keep:
-        data = folder / FILTERED
-        files[data] = without_lines(cfg.train.data, set(found.removed))
-    write_files(files)
-    return data
+    if not found.removed or keep:
+        return src, report, {}
+    return target, report, {target: without_lines(src, set(found.removed))}
 
 
 def trained_file(
@@ -245,6 +278,27 @@ def replay_traces(cfg: LoopConfig, upstream: dict[str, Path]) -> Path:
     if cfg.replay.traces is not None:
         return cfg.replay.traces
     return upstream["data"] / "traces.jsonl"
+
+
+def earlier_call_logs(workdir: Path) -> list[Path]:
+    """The call logs of replay folders a redo moved to `quarantine/` (newest first): a redone
+    replay phase reuses their finished calls whose identity is unchanged (`store.carry_over`),
+    so redoing it — a new suite, setting or code version, `--from replay` — re-pays nothing
+    it already asked."""
+    from tuneloop.loop.runner import QUARANTINE
+
+    folders = [
+        d
+        for d in (workdir / QUARANTINE).glob("*-replay*")
+        if d.name.split("-")[2] == "replay" and (d / "calls.jsonl").is_file()
+    ]
+    return [d / "calls.jsonl" for d in sorted(folders, key=_quarantine_order, reverse=True)]
+
+
+def _quarantine_order(folder: Path) -> tuple[str, int]:
+    """`<yyyymmdd>-<hhmmss>-replay[-n]` → (stamp, n): the order the folders were moved."""
+    parts = folder.name.split("-")
+    return "-".join(parts[:2]), int(parts[3]) if len(parts) > 3 and parts[3].isdigit() else 1
 
 
 def replay_files(cfg: LoopConfig) -> dict[str, Path]:

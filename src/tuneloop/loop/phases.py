@@ -135,6 +135,7 @@ PHASES: tuple[Phase, ...] = (
         files=lambda c: (
             {"base_model": c.base, "suite": c.suite.path}
             | ({"data": c.train.data} if c.train.data else {})
+            | ({"pairs": c.train.composite.pairs} if c.train.composite.pairs else {})
         ),
         config=lambda c: (
             c.train.model_dump(mode="json", exclude={"data"})

@@ -27,6 +27,7 @@ RECORDS: dict[str, tuple[str, str]] = {
     "ReplayCall": ("tuneloop.records.replay", "<replay out>/calls.jsonl (`tuneloop replay`)"),
     "ReplayReport": ("tuneloop.records.replay", "<replay out>/report.json"),
     "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
+    "RunBudget": ("tuneloop.train.budget", "train/adapter/budget.json (`train.max_seconds`)"),
     "DilocoRunRecord": ("tuneloop.train.diloco", "train/adapter/diloco.json (train.diloco)"),
     "ReplicaSummary": ("tuneloop.train.diloco", "train/adapter/replica_<i>.json (train.diloco)"),
     "DdpRankSummary": ("tuneloop.train.plain_ddp", "<out>/ddp_rank_<r>.json (DiLoCo's reference)"),

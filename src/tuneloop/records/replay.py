@@ -169,6 +169,9 @@ class ReplayReport(Record):
     """Calls answered by this invocation."""
     calls_reused: int
     """Calls taken from the log of an earlier (interrupted) invocation, not paid again."""
+    reused_from: dict[str, int] = {}
+    """Of those, the calls copied from other replays' logs (a redone loop phase's quarantined
+    folder), per log path; the rest were already in this folder's log."""
     cost_per_sft_row: float | None
     """cost_usd / sft_rows."""
     cost_per_usable_row: float | None

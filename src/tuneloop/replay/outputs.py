@@ -34,6 +34,7 @@ def write_outputs(
     originals: dict[str, bool | None],
     settings: ReplayConfig,
     sources: tuple[str, str, int],
+    reused_from: dict[str, int] | None = None,
 ) -> ReplayReport:
     """Select rows, build the report, write all four files; returns the report."""
     sft, dpo = select_rows(steps, teachers, calls, originals)
@@ -66,6 +67,7 @@ def write_outputs(
         cost_usd_this_run=sum(t.cost_usd_this_run for t in reports),
         calls_this_run=sum(t.calls_this_run for t in reports),
         calls_reused=sum(1 for k, r in calls.items() if k not in new and r.status != "missing"),
+        reused_from=reused_from or {},
         cost_per_sft_row=per_row(cost, len(sft)),
         cost_per_usable_row=per_row(cost, len(sft) + len(dpo)),
     )

@@ -126,6 +126,10 @@ def render_markdown(report: ReplayReport) -> str:
         f"Rows: {report.sft_rows} SFT, {report.dpo_pairs} DPO pairs; cost {report.cost_usd:.6f} "
         f"USD ({report.cost_usd_this_run:.6f} this run, {report.calls_this_run} calls; "
         f"{report.calls_reused} reused), {cost_row} USD per usable row.",
+        *[
+            f"Reused from an earlier replay's log: {n} calls from {path}."
+            for path, n in report.reused_from.items()
+        ],
         "",
         f"Original responses: {report.original_passed}/{report.original_scored} passed. "
         f"Tie rule: {report.tie_rule}.",

@@ -23,7 +23,7 @@ whole log at the end of every run, so a rerun of a finished replay calls nothing
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,7 @@ from tuneloop.client import EndpointRefused, OpenAIClient, RequestFailed
 from tuneloop.config.replay import ReplayConfig
 from tuneloop.envkeys import Redactor, read_api_key
 from tuneloop.errors import InputError
+from tuneloop.records import append_jsonl
 from tuneloop.records.replay import ReplayCall, ReplayReport
 from tuneloop.registry import did_you_mean, scorers, serve_backends
 from tuneloop.replay.calls import (
@@ -47,7 +48,14 @@ from tuneloop.replay.calls import (
 )
 from tuneloop.replay.outputs import write_outputs
 from tuneloop.replay.plan import Step, build_request, plan_steps, read_traces, request_hash
-from tuneloop.replay.store import CALLS_FILE, CallId, CallWriter, load_calls
+from tuneloop.replay.store import (
+    CALLS_FILE,
+    CallId,
+    CallWriter,
+    call_id,
+    carry_over,
+    load_calls,
+)
 from tuneloop.replay.teachers import Teacher, TeachersFile, load_teachers
 from tuneloop.scorers.resolve import ScorerResolver
 
@@ -77,9 +85,16 @@ class ReplayResult:
 
 
 def replay(
-    traces: Path, teachers_file: Path, out_dir: Path, settings: ReplayConfig
+    traces: Path,
+    teachers_file: Path,
+    out_dir: Path,
+    settings: ReplayConfig,
+    *,
+    earlier: Sequence[Path] = (),
 ) -> ReplayResult:
-    """Run (or resume) one replay into `out_dir`; see the module docstring."""
+    """Run (or resume) one replay into `out_dir`; see the module docstring. `earlier`: call
+    logs of other replays whose finished calls with the same identity are reused, not paid
+    again (`store.carry_over`; the report's `reused_from`)."""
     teachers = load_teachers(teachers_file)
     keys = {
         t.name: read_api_key(t.api_key_env, f"teachers.{t.name}.api_key_env")
@@ -98,12 +113,13 @@ def replay(
     jobs = [_job(step, teacher, settings.seed) for step in steps for teacher in teachers.teachers]
     out_dir.mkdir(parents=True, exist_ok=True)
     logged = load_calls(out_dir / CALLS_FILE)
-    todo = [j for j in jobs if j.id not in logged or logged[j.id].status == "missing"]
     run = _Run(
         settings,
         ScorerResolver(settings.default_scorer),
         CallWriter(out_dir / CALLS_FILE, redactor),
     )
+    reused_from = _reuse(run, logged, {j.id: j for j in jobs}, earlier)
+    todo = [j for j in jobs if j.id not in logged or logged[j.id].status == "missing"]
     if todo:
         with _endpoints(teachers, {j.teacher.name for j in todo}, out_dir) as endpoints:
             asyncio.run(_call_all(run, todo, endpoints, keys))
@@ -119,8 +135,38 @@ def replay(
         originals=originals,
         settings=settings,
         sources=(str(traces), str(teachers_file), available),
+        reused_from=reused_from,
     )
     return ReplayResult(report, out_dir)
+
+
+def _reuse(
+    run: _Run, logged: dict[CallId, ReplayCall], jobs: dict[CallId, Job], earlier: Sequence[Path]
+) -> dict[str, int]:
+    """Carry earlier logs' finished calls into this log (`store.carry_over`), re-scored under
+    this replay's settings; returns log path → calls taken."""
+    rows, taken = carry_over(logged, jobs, earlier)
+    if not rows:
+        return taken
+    fresh = [_rescored(run, jobs[call_id(r)].step, r) for r in rows]
+    append_jsonl(run.writer.path, [run.writer.redactor.value(r.to_json()) for r in fresh])
+    logged.update((call_id(r), r) for r in fresh)
+    return taken
+
+
+def _rescored(run: _Run, step: Step, row: ReplayCall) -> ReplayCall:
+    """A carried answer scored as this replay scores (verifier, judge, threshold may differ)."""
+    if row.status == "malformed" or row.response is None:
+        return row
+    item = scoring_item(step, run.settings.judge, run.settings.judge_args)
+    clear: dict[str, Any] = {"score": None, "passed": None, "scorer": None, "error": None}
+    clear["detail"] = {}
+    if item is None:
+        scored: dict[str, Any] = {"status": "unscored", "error": "no verifier and no judge"}
+    else:
+        args = (run.resolver.resolve(item), item, response_text(row.response))
+        scored = score_text(*args, run.settings.pass_threshold)
+    return row.model_copy(update={**clear, **scored})
 
 
 def _job(step: Step, teacher: Teacher, seed: int) -> Job:

@@ -11,7 +11,8 @@
   or entropy below its bound, for a whole window of logged steps) prints a warning once, or
   with `on_collapse: abort` stops training the same way.
 
-`fit` is what every trainer calls instead of `trainer.train()`: it adds the callback and
+`fit` is what every trainer calls instead of `trainer.train()`: it adds the callback (and
+budget.py's `BudgetCallback`, which enforces `train.max_seconds` and records steps done) and
 resumes from the stage's newest checkpoint (`checkpoints.py`), saying so on stderr. A stage
 whose newest checkpoint is its last step (GRPO's warm-up when GRPO was killed, or a run killed
 between its last save and the rename) only loads that checkpoint's adapter: transformers,
@@ -120,11 +121,13 @@ def is_main_process() -> bool:
 
 def fit(trainer: Any, s: TrainSettings, stage: str) -> Any:
     """`trainer.train()` under the health checks, resumed from the stage's newest checkpoint."""
+    from tuneloop.train.budget import BudgetCallback
     from tuneloop.train.strategy import prepare
 
     folder = Path(trainer.args.output_dir)
     prepare(trainer)
     trainer.add_callback(HealthCallback(s.health, phase=stage, checkpoints=folder))
+    trainer.add_callback(BudgetCallback(s.max_seconds, stage=stage, run_dir=folder.parent.parent))
     resume = last_checkpoint(folder)
     step = (checkpoint_step(resume) or 0) if resume is not None else 0
     if resume is not None and is_main_process():

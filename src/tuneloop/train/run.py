@@ -13,7 +13,9 @@ Resume (`train.checkpoint.every` > 0): a run that is killed or fails keeps `<out
 it holds a checkpoint, and the same command resumes there, saying so on stderr. Deliberately,
 a re-run with other settings, data or base is refused rather than resumed or restarted: the
 error names what differs and the folder to remove. A re-run whose adapter is already in
-place returns it. `seconds` in the record counts only the last (resumed) segment.
+place returns it. `seconds` in the record counts only the last (resumed) segment, model
+loading included; `train_seconds`, `steps_done` and `stop` (budget.py) count from the first
+optimizer step and say whether `train.max_seconds` ended the run.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from tuneloop.records import (
     write_record,
 )
 from tuneloop.registry import trainers
+from tuneloop.train.budget import forget_clock, run_outcome
 from tuneloop.train.checkpoints import CHECKPOINTS, any_checkpoint
 from tuneloop.train.common import quiet
 from tuneloop.train.data import read_rows
@@ -87,6 +90,8 @@ def train(
     check_strategy(settings)
     if settings.diloco.replicas:
         check_diloco(settings)
+        if settings.max_seconds is not None:
+            raise InputError("train.max_seconds is not supported with train.diloco.replicas")
     check_base(base)
     rows = read_rows(data)
     hits = check_contamination(rows, suite_paths, settings.allow_contamination)
@@ -97,6 +102,7 @@ def train(
     start_or_resume(work, record)
     try:
         t0 = time.perf_counter()
+        forget_clock(work)
         quiet()
         kw = {"nproc": nproc, "default_scorer": default_scorer, "progress": progress}
         if settings.diloco.replicas:
@@ -108,7 +114,8 @@ def train(
         if not has_trained_output(work):
             raise PhaseFailed(f"training ({method}) finished without writing an adapter or model")
         seconds = round(time.perf_counter() - t0, 3)
-        write_record(work / SETTINGS_FILE, record.model_copy(update={"seconds": seconds}))
+        done = {"seconds": seconds, **run_outcome(work)}
+        write_record(work / SETTINGS_FILE, record.model_copy(update=done))
         shutil.rmtree(work / CHECKPOINTS, ignore_errors=True)
         os.replace(work, out_dir)
     except BaseException:
@@ -147,9 +154,9 @@ def run_record(
     )
 
 
-RESUME_IGNORES = frozenset({"checkpoint", "health", "torch_threads", "data"})
+RESUME_IGNORES = frozenset({"checkpoint", "health", "torch_threads", "data", "max_seconds"})
 """Settings a resumed run may change: they do not change what is trained (the data is
-compared by its sha256)."""
+compared by its sha256; `max_seconds` only when it stops)."""
 
 
 def run_differences(old: TrainRunRecord, new: TrainRunRecord) -> list[str]:

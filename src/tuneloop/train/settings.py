@@ -22,8 +22,9 @@ class TrainRunRecord(Record):
     """`train_settings.json`: what a training run did, to what, with which settings."""
 
     KIND = "train_settings"
-    VERSION = 2
-    """v2: `settings` is the nested `TrainConfig` (`lora.r`, `grpo.group_size`, …)."""
+    VERSION = 3
+    """v2: `settings` is the nested `TrainConfig` (`lora.r`, `grpo.group_size`, …); v3 adds
+    `steps_done`, `train_seconds` and `stop` (`train.max_seconds`)."""
 
     method: str
     """Training method (`grpo`, `sft`, `dpo` or a plugin name)."""
@@ -50,4 +51,10 @@ class TrainRunRecord(Record):
     versions: dict[str, str] = {}
     """Library versions (torch, transformers, trl, peft)."""
     seconds: float = 0.0
-    """Wall-clock seconds of training."""
+    """Wall-clock seconds of the training call (model loading included)."""
+    steps_done: int | None = None
+    """Optimizer steps the last stage completed (None: the trainer did not report them)."""
+    train_seconds: float | None = None
+    """Seconds from the first optimizer step to the end (what `train.max_seconds` counts)."""
+    stop: str | None = None
+    """Why training ended: `max_seconds` (the budget) or `steps` (`train.steps` reached)."""
