@@ -19,7 +19,7 @@ from tuneloop.serve import Endpoint, serving
 from tuneloop.serve.tools import prepare_messages
 
 from .conftest import build_tiny_model
-from .toolmodel import TOOLS
+from .toolmodel import TOOLS, fit_and_save
 
 QUESTION = [{"role": "user", "content": "What is 2 + 3?"}]
 NAME_START = '<tool_call>\n{"name": "'  # the fallback's (Qwen 2.5's) call format
@@ -51,21 +51,7 @@ def build_choice_model(folder: Path, steps: int = 60) -> Path:
         ids = tok(prompt + prefill, add_special_tokens=False)["input_ids"]
         out = tok(target + "<|im_end|>", add_special_tokens=False)["input_ids"]
         examples.append((torch.tensor([ids + out]), len(ids)))
-    torch.manual_seed(0)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    model.train()
-    for step in range(steps):
-        ids, start = examples[step % len(examples)]
-        labels = ids.clone()
-        labels[:, :start] = -100
-        loss = model(input_ids=ids, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    model.eval()
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return fit_and_save(model, tok, examples, steps, folder)
 
 
 @pytest.fixture(scope="module")

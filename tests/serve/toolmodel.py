@@ -12,6 +12,7 @@ the server still decodes, streams and parses it as text.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tuneloop.serve.tools import prepare_messages
 
@@ -54,6 +55,13 @@ def build_tool_model(folder: Path, steps: int = 40) -> Path:
         target = tok(REPLY + "<|im_end|>", add_special_tokens=False)["input_ids"]
         assert len(target) == len(PIECES) + 1, target
         examples.append((torch.tensor([ids + target]), len(ids)))
+    return fit_and_save(model, tok, examples, steps, folder)
+
+
+def fit_and_save(model: Any, tok: Any, examples: list[Any], steps: int, folder: Path) -> Path:
+    """Train on (ids, first target position) examples in turn, loss on the targets only."""
+    import torch
+
     torch.manual_seed(0)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     model.train()
