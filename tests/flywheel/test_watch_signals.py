@@ -102,7 +102,9 @@ def test_a_round_left_running_by_a_dead_watcher_is_waited_for_not_doubled(
     tmp_path: Path, procs: Procs
 ) -> None:
     world = make_world(tmp_path)
-    world.set_plan(sleep=2, ignore_term=True)  # survives its watcher's death
+    # survives its watcher's death, and runs long enough that the second watcher (seconds to
+    # start on a loaded 2-core machine) still finds it running: with 2 s it sometimes did not
+    world.set_plan(sleep=8, ignore_term=True)
     world.add_labels(2)
     first = procs.watch(world)
     wait_for(lambda: world.count("start", "r0001") == 1)
