@@ -215,8 +215,6 @@ def decontaminated_pairs(cfg: LoopConfig, folder: Path) -> Path | None:
     suites like the replay's pairs: the trainer reads `PAIRS_FILTERED` without the pairs that
     contain a suite item, listed under `pairs` in `REPORT` (beside a given train.data's
     entry). None when composite reads no given pairs; the file itself when nothing matches."""
-    import json
-
     from tuneloop.data.files import json_bytes, write_files
 
     c = cfg.train.composite
@@ -224,8 +222,11 @@ def decontaminated_pairs(cfg: LoopConfig, folder: Path) -> Path | None:
         return None
     pairs, report, files = _filtered(cfg, c.pairs, folder / PAIRS_FILTERED)
     whole: dict[str, Any] = {}
-    if cfg.train.data is not None and (folder / REPORT).is_file():
-        whole = json.loads((folder / REPORT).read_text())  # decontaminated_train_data's
+    if cfg.train.data is not None:  # decontaminated_train_data's entry, computed again (the
+        # same match, the same bytes) rather than read back from the file it wrote
+        _, data_report, data_files = _filtered(cfg, cfg.train.data, folder / FILTERED)
+        files.update(data_files)
+        whole = {"data": str(cfg.train.data), **data_report}
     whole["pairs"] = {"path": str(c.pairs), **report}
     files[folder / REPORT] = json_bytes({"suites": report["suites"], **whole})
     write_files(files)
