@@ -16,9 +16,8 @@ seed (else `InputError` naming the difference), and requests only the keys witho
 `harness_error` row. Rows superseded by a later one (a `missing` row filled in by the rerun) are
 compacted away at the end, so a finished log holds each key exactly once.
 
-Deliberately, rows are fsynced in group commits: one writer task appends everything that
-finished while the previous append was in flight, so a fast server is not throttled to the
-disk's fsync rate, and a crash still loses only rows that finished in the last few ms.
+Deliberately, rows are fsynced in group commits (`rowwriter.py`), so a fast server is not
+throttled to the disk's fsync rate.
 
 Agent items (with `tools`) run the agent loop of `agent.py` and log the whole trajectory in
 their row (`SampleRow.agent`); `eval.metrics` names further scorers run on every sample and
@@ -40,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -72,6 +71,7 @@ from tuneloop.evaluate.plan import (
 )
 from tuneloop.evaluate.progress import EvalProgress
 from tuneloop.evaluate.redact import as_stored, redacted_errors, stored
+from tuneloop.evaluate.rowwriter import RowWriter
 from tuneloop.evaluate.scoring import score_all
 from tuneloop.records import append_jsonl, read_record, repair_jsonl_tail, write_json, write_jsonl
 from tuneloop.registry import scorers
@@ -242,7 +242,7 @@ async def _run_all(run: _Run, api_key: str | None, show: bool) -> tuple[int, int
         backoff_s=s.backoff_s,
     )
     slots = s.concurrency * len(run.endpoints)  # `concurrency` is per replica
-    writer = _RowWriter(run.samples, run.stored)
+    writer = RowWriter(run.samples, run.stored)
     with EvalProgress(len(run.items), n, run.rows, enabled=show) as bar:
         async with client:
             work = iter(todo)
@@ -348,39 +348,6 @@ async def _complete(
         agent=trace,
     )
     return fields, trace.answer, trace
-
-
-class _RowWriter:
-    """Group commit: append (and fsync) whatever has finished since the last append."""
-
-    def __init__(self, path: Path, stored: Callable[[SampleRow], dict[str, Any]]) -> None:
-        self.path = path
-        self.stored = stored
-        self.pending: list[dict[str, Any]] = []
-        self.written = 0
-        self._wake = asyncio.Event()
-        self._closing = False
-        self._task = asyncio.ensure_future(self._loop())
-
-    def put(self, row: SampleRow) -> None:
-        self.pending.append(self.stored(row))
-        self._wake.set()
-
-    async def _loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            batch, self.pending = self.pending, []
-            if batch:
-                await asyncio.to_thread(append_jsonl, self.path, batch)
-                self.written += len(batch)
-            if self._closing and not self.pending:
-                return
-
-    async def close(self) -> None:
-        self._closing = True
-        self._wake.set()
-        await self._task
 
 
 def _finish(run: _Run, out_dir: Path, lines: int, retries: int, started: float) -> EvalSummary:
