@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import tempfile
 import time
@@ -35,44 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "examples" / "arith" / "suite.jsonl"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import WORDS  # noqa: E402  (the sibling benchmark's vocabulary)
+from corpus import iter_traces  # noqa: E402  (the sibling benchmark's traffic)
 
 
 def write_traces(path: Path, n: int, seed: int = 0) -> None:
     """`benchmarks/corpus.py`'s mix, streamed to a file (1M traces do not fit as dicts)."""
-    rng = random.Random(seed)
-    suite = [json.loads(line) for line in SUITE.open()]
-    chats: list[str] = []
     with path.open("w") as out:
-        for i in range(n):
-            roll = rng.random()
-            if roll < 0.5:
-                a, b = rng.randint(0, 999), rng.randint(0, 999)
-                q, ans = f"What is {a} + {b}?", str(a + b)
-                if rng.random() < 0.001:
-                    item = rng.choice(suite)
-                    q, ans = item["messages"][0]["content"], item["answer"]
-            else:
-                if chats and roll > 0.9:
-                    words = rng.choice(chats).split()
-                    words[rng.randrange(len(words))] = rng.choice(WORDS)
-                    q = " ".join(words)
-                else:
-                    q = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 60)))
-                    if len(chats) < 50_000:
-                        chats.append(q)
-                ans = "Thanks, I have updated your " + rng.choice(WORDS) + "."
-            line = {
-                "request": {"model": "m", "messages": [{"role": "user", "content": q}]},
-                "response": {
-                    "id": f"r{i}",
-                    "created": 1780000000 + i,
-                    "model": "m",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": ans}}],
-                },
-                "verdict": "up" if rng.random() < 0.8 else "down",
-            }
-            out.write(json.dumps(line) + "\n")
+        for trace in iter_traces(n, seed):
+            out.write(json.dumps(trace) + "\n")
 
 
 def per_row_seconds(config: Path) -> float:
