@@ -25,7 +25,7 @@ from pathlib import Path
 
 from minhash_peers import near_duplicates_datasketch  # benchmarks/ is on sys.path when run
 
-from tuneloop.data import build_corpus
+from tuneloop.data.corpus import build_corpus
 from tuneloop.data.decontam import (
     RowText,
     build_index,

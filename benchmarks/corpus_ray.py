@@ -18,7 +18,7 @@ driver and the trip is added. On k nodes of c cores the per-row share shrinks as
 the build tends to `driver`, and the speed-up over local is bounded by local CPU / driver
 CPU (printed as "bound"). Past that, the serial steps must be distributed too (ingest per
 file on Ray, a sharded banding pass), within what byte-identical outputs allow (see
-`tuneloop/data/corpus_ray.py`).
+`tuneloop/data/corpus/ray.py`).
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ def write_traces(path: Path, n: int, seed: int = 0) -> None:
 def per_row_seconds(config: Path) -> float:
     """CPU seconds of the per-row steps alone (what the Ray tasks do, less their pickling),
     in this process, over the same traces."""
-    from tuneloop.data.corpus import _ingest, _lsh, load_corpus_config
-    from tuneloop.data.corpus_steps import row_or_id
+    from tuneloop.data.corpus import Row, load_corpus_config
+    from tuneloop.data.corpus.pipeline import _ingest, _lsh
+    from tuneloop.data.corpus.training_rows import row_or_id
     from tuneloop.data.dedup import signatures
     from tuneloop.data.files import jsonl_bytes
-    from tuneloop.data.rows import Row
     from tuneloop.scrub import Scrubber, ScrubRules
 
     cfg = load_corpus_config(config)
@@ -74,7 +74,7 @@ def main() -> None:
 
     import ray
 
-    from tuneloop.data import build_corpus
+    from tuneloop.data.corpus import build_corpus
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 
 from tuneloop.config import TrainConfig
-from tuneloop.train.diloco import run_diloco
-from tuneloop.train.plain_ddp import run_ddp
+from tuneloop.train.distributed import run_ddp, run_diloco
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "examples" / "arith" / "model"

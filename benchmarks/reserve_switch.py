@@ -85,6 +85,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads per server")
     args = parser.parse_args()
 
+    from tuneloop.config import ServerConfig
     from tuneloop.flywheel.service import ManagedService, ServiceSettings
 
     with tempfile.TemporaryDirectory(prefix="tuneloop-reserve-") as tmp:
@@ -97,7 +98,7 @@ def main() -> int:
             state_dir=root / "state",
             port=0,
             log_dir=root / "traffic",
-            server_options={"threads": args.threads},
+            server=ServerConfig(threads=args.threads),
         )
         service = ManagedService(settings, log=lambda line: print(f"  service: {line}"))
         began = time.monotonic()

@@ -45,8 +45,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tuneloop.serve import serving
+from tuneloop.config import ServeConfig
 from tuneloop.serve.lifecycle import free_port
+from tuneloop.serving import serving
 
 ROOT = Path(__file__).resolve().parents[1]
 ARITH = ROOT / "examples/arith/model"
@@ -231,7 +232,7 @@ def main() -> None:
         opts = {"threads": args.threads, "max_tokens_cap": max(16, args.long_max_tokens)}
         opts |= json.loads(args.server_options)
         peer_cm = None if args.no_peer else transformers_serve(model, args.threads, Path(tmp) / "p")
-        with serving(model, options=opts) as ep:
+        with serving(model, ServeConfig.model_validate(opts)) as ep:
             try:
                 peer = peer_cm.__enter__() if peer_cm else None
             except RuntimeError as err:

@@ -28,7 +28,9 @@ from typing import Any
 import httpx
 from rich.progress import Progress
 
-from tuneloop.serve import Endpoint, serving
+from tuneloop.config import ServeConfig
+from tuneloop.endpoint import Endpoint
+from tuneloop.serving import serving
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,7 +123,7 @@ def main() -> None:
     seq_prompts = load_prompts(args.sequential_requests)
     batched: list[float] = []
     sequential: list[float] = []
-    with serving(args.model, options={"max_batch_size": 64}) as ep, Progress() as progress:
+    with serving(args.model, ServeConfig(max_batch_size=64)) as ep, Progress() as progress:
         task = progress.add_task("measuring", total=args.repeats * 2)
         asyncio.run(run_arm(ep, seq_prompts[:4], 4))  # warm-up
         for _ in range(args.repeats):

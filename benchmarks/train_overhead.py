@@ -3,8 +3,8 @@
 Run: `python benchmarks/train_overhead.py [--model examples/arith/model] [--steps 12]
 [--rounds 2] [--threads 1]`.
 Both arms train the same model with the same LoRA config, data, seed and
-GRPOConfig; the tuneloop arm goes through `tuneloop.train.grpo.build_grpo_trainer` (scorer
-rewards from the registry, metrics.jsonl writer, rich bar off) and the peer arm is a
+GRPOConfig; the tuneloop arm goes through `tuneloop.train.methods.build_grpo_trainer`
+(scorer rewards from the registry, metrics.jsonl writer, rich bar off) and the peer arm is a
 hand-written `GRPOTrainer` with a plain Python reward doing the same numeric check. Arms
 alternate (ABAB…) to spread machine noise; the first 2 steps of each run are warm-up and
 dropped. Prints the median step time of each arm and their ratio (goal ≤ 1.05).
@@ -23,7 +23,7 @@ from transformers import TrainerCallback
 
 from tuneloop.train.common import load_model, load_tokenizer, lora_config, quiet
 from tuneloop.train.data import grpo_rows, read_rows
-from tuneloop.train.grpo import build_grpo_trainer, grpo_config
+from tuneloop.train.methods import build_grpo_trainer, grpo_config
 from tuneloop.train.metrics import MetricsCallback
 from tuneloop.train.settings import TrainSettings
 

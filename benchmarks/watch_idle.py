@@ -16,7 +16,7 @@ counted from its decisions table. The peer is a plain `sleep` process measured t
 over the same span: the floor of "a process that exists and does nothing".
 
 Two arms: no new traffic (the watcher reuses its previous look: a few `stat` calls per poll,
-see `flywheel.watch_look`), and traffic flowing at 10 unlabelled exchanges a second (every
+see `flywheel.watch.look`), and traffic flowing at 10 unlabelled exchanges a second (every
 poll re-reads the log). Printed for each: CPU seconds per hour at the measured poll
 interval, CPU milliseconds per poll, the same scaled to the default poll interval (per-poll
 cost × polls per hour; a watcher with backoff polls less), and the ratio against `sleep`.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tuneloop.config import apply_override, load_config
+from tuneloop.config import LoopConfig, apply_override, load_config, parse_slice_fractions
 from tuneloop.errors import InputError
 
 GOOD = """\
@@ -132,3 +132,96 @@ def test_a_non_utf8_byte_names_its_line_and_column(tmp_path: Path) -> None:
 def test_an_override_that_is_not_yaml_is_reported_with_the_rest(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"override 'train.steps=\[': the value is not valid YAML"):
         load_config(write(tmp_path, GOOD), ["train.steps=["])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("dev=x", "expected NAME=FRACTION"),
+        ("dev", "expected NAME=FRACTION"),
+        ("=0.5", "expected NAME=FRACTION"),
+        ("dev=nan", r"the fraction of slice 'dev' must lie in \(0, 1\]"),
+        ("dev=0", r"the fraction of slice 'dev' must lie in \(0, 1\]"),
+        ("dev=1.5", r"the fraction of slice 'dev' must lie in \(0, 1\]"),
+        ("dev=0.2,dev=0.3", "slice 'dev' is given twice"),
+    ],
+)
+def test_slice_fractions_from_the_command_line(text: str, message: str) -> None:
+    assert parse_slice_fractions(" dev = 0.5, gate=0.5 ") == {"dev": 0.5, "gate": 0.5}
+    with pytest.raises(InputError, match=f"--slices: {message}"):
+        parse_slice_fractions(text)
+
+
+# ---- schema and semantic errors in one report ------------------------------------------------
+
+BROKEN = """\
+base_model: model
+serve:
+  backend: embeded
+suite:
+  path: suite.jsonl
+train:
+  stesp: 5
+  lora:
+    r: -1
+"""
+
+
+def _unknown_backend(cfg: LoopConfig) -> list[tuple[str, str]]:
+    """A stand-in semantic check: the backend name, and one about a value that failed."""
+    found = []
+    if cfg.serve.backend != "embedded":
+        found.append(("serve.backend", f"unknown serve backend {cfg.serve.backend!r}"))
+    found.append(("train.lora.r", f"rank {cfg.train.lora.r} is the default's, not the file's"))
+    found.append(("eval.n_samples", "names train.lora.r, which failed"))
+    return found
+
+
+def test_semantic_errors_come_with_the_schema_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as err:
+        load_config(write(tmp_path, BROKEN), semantic=_unknown_backend)
+    msg = str(err.value)
+    assert "3 error(s)" in msg
+    assert "train.stesp (line 7): unknown key (did you mean 'steps'?)" in msg
+    assert "train.lora.r (line 9): must be > 0 (got -1)" in msg
+    assert "serve.backend (line 3): unknown serve backend 'embeded'" in msg
+    # judgements of a stand-in default for a failed value are left out
+    assert "default's" not in msg and "which failed" not in msg
+
+
+def test_semantic_checks_need_a_config_that_can_stand(tmp_path: Path) -> None:
+    """A required key missing: nothing for the semantic checks to run on."""
+    with pytest.raises(InputError) as err:
+        load_config(write(tmp_path, "serve: {backend: embeded}\n"), semantic=_unknown_backend)
+    msg = str(err.value)
+    assert "2 error(s)" in msg and "serve.backend" not in msg
+
+
+def test_a_valid_config_is_returned_without_semantic_checks(tmp_path: Path) -> None:
+    """The caller runs its own checks on a config that validates (`tuneloop check`)."""
+    cfg = load_config(write(tmp_path, GOOD + "serve: {backend: embeded}\n"), semantic=_boom)
+    assert cfg.serve.backend == "embeded"
+
+
+def _boom(cfg: LoopConfig) -> list[tuple[str, str]]:
+    raise AssertionError("not called when the schema holds")
+
+
+def test_the_preflight_runs_on_what_validated(tmp_path: Path) -> None:
+    """The real semantic checks (`tuneloop check`'s preflight) beside schema errors."""
+    from tuneloop.loop.preflight import preflight
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    (tmp_path / "suite.jsonl").write_text('{"id": "q", "prompt": "1+1=", "answer": "2"}\n')
+    (tmp_path / "train.jsonl").write_text('{"prompt": "1+1=", "answer": "2"}\n')
+    text = BROKEN + "  data: train.jsonl\n  method: sfft\n"
+    with pytest.raises(InputError) as err:
+        load_config(
+            write(tmp_path, text),
+            semantic=lambda cfg: [(e.key, e.message) for e in preflight(cfg).errors],
+        )
+    msg = str(err.value)
+    assert "train.lora.r (line 9): must be > 0 (got -1)" in msg
+    assert "serve.backend (line 3): unknown serve backend 'embeded'" in msg
+    assert "train.method (line 11): unknown trainer 'sfft' (did you mean 'sft'?)" in msg

@@ -10,8 +10,7 @@ import typer
 from pydantic import Field
 from typer.testing import CliRunner
 
-from tuneloop.config import EvalConfig, ServerConfig, TrainConfig
-from tuneloop.config.models import Section
+from tuneloop.config import EvalConfig, Section, ServerConfig, TrainConfig
 from tuneloop.config.options import flag, leaf_fields, settings_options
 from tuneloop.errors import InputError
 from tuneloop.train.command import TRAIN_ALIASES

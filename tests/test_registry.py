@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 
 from tuneloop import registry as reg
-from tuneloop.errors import InputError
-from tuneloop.registry import Registry, did_you_mean
+from tuneloop.errors import InputError, did_you_mean
+from tuneloop.registry import Registry
 
 
 def test_register_and_get() -> None:

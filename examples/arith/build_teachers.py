@@ -63,8 +63,9 @@ def words(items: list[dict[str, Any]], op: str, *, teachers: bool) -> list[dict[
 
 def build_one(name: str, items: list[dict[str, Any]], out: Path, steps: int, lr: float) -> float:
     """SFT the base on `items`, merge into `out`; returns the training seconds."""
-    from tuneloop.config.models import LoraConfig, TrainConfig
-    from tuneloop.train import merge, train
+    from tuneloop.config import LoraConfig, TrainConfig
+    from tuneloop.train.checkpoint import merge
+    from tuneloop.train.run import train
 
     settings = TrainConfig(
         method="sft",

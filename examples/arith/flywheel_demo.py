@@ -120,26 +120,21 @@ def _stop_service() -> None:
 
 
 def _summary(sim: dict, wall_s: float) -> None:
-    from tuneloop.gate.ledger import champions
-    from tuneloop.gate.ledger_rounds import rounds
-    from tuneloop.gate.ledger_store import connect
+    from tuneloop.gate.ledger import open_ledger
 
-    conn = connect(WORKDIR / "ledger.db")
-    try:
-        history, champs = rounds(conn), champions(conn)
-    finally:
-        conn.close()
+    with open_ledger(WORKDIR / "ledger.db") as ledger:
+        history, champs = ledger.rounds(), ledger.champions()
     print(f"\nflywheel demo: {wall_s / 60:.1f} min wall")
     for r in history:
-        last = r["outcomes"][-1] if r["outcomes"] else {}
-        fired = ", ".join((r.get("trigger") or {}).get("fired", []))
-        gate = last.get("gate") or {}
-        delta = f"gate Δ {gate['delta']:+.3f} p {gate['p_value']:.3g}" if gate else ""
+        start, last = r.start, r.last
+        fired = ", ".join(start.trigger.get("fired", []))
+        gate = last.gate if last else None
+        delta = f"gate Δ {gate.delta:+.3f} p {gate.p_value:.3g}" if gate else ""
         print(
-            f"  {r['round_id']}: from v{r.get('parent_version')}, trigger [{fired or 'manual'}], "
-            f"{r['gate_slice'] or '-'}: {last.get('outcome', 'open')} {delta}"
+            f"  {r.round_id}: from v{start.parent_version}, trigger [{fired or 'manual'}], "
+            f"{start.gate_slice or '-'}: {last.outcome if last else 'open'} {delta}"
         )
-    print("  champions: " + ", ".join(f"v{c['version']} ({c['via']})" for c in champs))
+    print("  champions: " + ", ".join(f"v{c.version} ({c.via})" for c in champs))
     if sim:
         print(
             f"  simulator: {sim.get('requests')} requests, {sim.get('failures')} failed, "

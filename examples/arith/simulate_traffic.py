@@ -7,7 +7,7 @@ Run against a server or a logging proxy on this machine (anything OpenAI-compati
     python examples/arith/simulate_traffic.py --base-url http://127.0.0.1:8000/v1 \\
         --model arith -n 300 --seed 7 [--max-seconds 120] [--feedback-rate 0.5]
 
-or without any server, writing a scripted traffic log (the format `tuneloop.serve.traffic_log`
+or without any server, writing a scripted traffic log (the format `tuneloop.serve.traffic.log`
 writes: one `{timestamp, request, response}` line per exchange, then a `{"type": "feedback",
 ...}` line for each rated one; answers right with probability 1 - `--error-rate`):
 
@@ -261,7 +261,7 @@ def iso(seconds: float) -> str:
 
 
 def exchange_line(ask: Ask, model: str, completion: str, completion_id: str, ts: float) -> dict:
-    """One traffic-log exchange, as `tuneloop.serve.traffic_log` writes it."""
+    """One traffic-log exchange, as `tuneloop.serve.traffic.log` writes it."""
     return {
         "timestamp": iso(ts),
         "request": {

@@ -1,9 +1,12 @@
-"""The `tuneloop` command: a map from command names to plain functions, and nothing else.
+"""The `tuneloop` command: a map from command names to the imported command functions.
 
 Each phase keeps its command functions (typer-annotated, thin) in `<phase>/command.py`; this
-module only names them. Command modules import nothing heavy at module level, so `--help`
-stays fast. Exit statuses are the table in `tuneloop.errors`; a usage or input error is one
-message that names the file, line or key (for a usage error, after the command's usage line).
+module only names them, and `tests/test_cli.py` fails when a command module defines a command
+that is not mapped here. Command modules import nothing heavy at module level (torch,
+transformers, vLLM, uvicorn load inside the command that needs them), so importing them all
+keeps `--help` fast and `tuneloop check` torch-free. Exit statuses are the table in
+`tuneloop.errors`; a usage or input error is one message that names the file, line or key (for
+a usage error, after the command's usage line).
 
 Running an app as a console script (exit statuses, usage errors) is `tuneloop.entry.run_app`,
 shared with the embedded server's own entry point.
@@ -11,46 +14,54 @@ shared with the embedded server's own entry point.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from collections.abc import Callable
 
 import typer
 
-from tuneloop.entry import run_app as run_app
+from tuneloop.archive.command import archive_app
+from tuneloop.commands import check, plugins
+from tuneloop.data.command import corpus_app, ingest
+from tuneloop.entry import run_app
+from tuneloop.evaluate.command import evaluate
+from tuneloop.flywheel.command import status
+from tuneloop.flywheel.watch.command import approve, watch
+from tuneloop.gate.command import champion, gate, ledger_app
+from tuneloop.loop.command import run
+from tuneloop.replay.command import replay
+from tuneloop.report.command import compare, power
+from tuneloop.serve.command import proxy, serve
+from tuneloop.train.command import doctor, merge, train
+from tuneloop.view.command import view
 
-# name -> "module:function" (a command) or "module:app" (a group of sub-commands)
-COMMANDS: dict[str, str] = {
-    "check": "tuneloop.commands:check",
-    "plugins": "tuneloop.commands:plugins",
-    "serve": "tuneloop.serve.command:serve",
-    "proxy": "tuneloop.serve.proxy_command:proxy",
-    "eval": "tuneloop.evaluate.command:evaluate",
-    "compare": "tuneloop.report.command:compare",
-    "power": "tuneloop.report.command:power",
-    "train": "tuneloop.train.command:train",
-    "merge": "tuneloop.train.command:merge",
-    "doctor": "tuneloop.train.command:doctor",
-    "ingest": "tuneloop.data.command:ingest",
-    "replay": "tuneloop.replay.command:replay",
-    "gate": "tuneloop.gate.command:gate",
-    "champion": "tuneloop.gate.command:champion",
+COMMANDS: dict[str, Callable[..., None]] = {
+    "check": check,
+    "plugins": plugins,
+    "serve": serve,
+    "proxy": proxy,
+    "eval": evaluate,
+    "compare": compare,
+    "power": power,
+    "train": train,
+    "merge": merge,
+    "doctor": doctor,
+    "ingest": ingest,
+    "replay": replay,
+    "gate": gate,
+    "champion": champion,
     # approve: a gate promotion, or (--config) a watcher round's spend; the flywheel reads both
-    "approve": "tuneloop.flywheel.watch_command:approve",
-    "run": "tuneloop.loop.command:run",
-    "watch": "tuneloop.flywheel.watch_command:watch",
-    "status": "tuneloop.flywheel.command:status",
-    "view": "tuneloop.view.command:view",
+    "approve": approve,
+    "run": run,
+    "watch": watch,
+    "status": status,
+    "view": view,
 }
-GROUPS: dict[str, str] = {
-    "corpus": "tuneloop.data.command:corpus_app",
-    "archive": "tuneloop.archive.command:archive_app",
-    "ledger": "tuneloop.gate.command:ledger_app",
+"""name → command function."""
+GROUPS: dict[str, typer.Typer] = {
+    "corpus": corpus_app,
+    "archive": archive_app,
+    "ledger": ledger_app,
 }
-
-
-def _load(target: str) -> Any:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+"""name → a group of sub-commands."""
 
 
 def build_app() -> typer.Typer:
@@ -62,10 +73,10 @@ def build_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
     )
-    for name, target in COMMANDS.items():
-        app.command(name)(_load(target))
-    for name, target in GROUPS.items():
-        app.add_typer(_load(target), name=name)
+    for name, command in COMMANDS.items():
+        app.command(name)(command)
+    for name, group in GROUPS.items():
+        app.add_typer(group, name=name)
     return app
 
 

@@ -15,6 +15,8 @@ from typing import NoReturn
 
 import typer
 
+from tuneloop.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, TuneloopError
+
 
 def _usage_errors() -> tuple[type[Exception], ...]:
     """The usage-error base classes of every click that typer may be running on."""
@@ -33,8 +35,6 @@ def _usage_errors() -> tuple[type[Exception], ...]:
 
 def run_app(app: typer.Typer) -> NoReturn:
     """Run a typer app as a console script and exit with the status from `tuneloop.errors`."""
-    from tuneloop.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, TuneloopError
-
     try:
         rc = app(standalone_mode=False)
     except TuneloopError as err:

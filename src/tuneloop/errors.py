@@ -1,5 +1,6 @@
-"""Error types shared by every phase, the one table of exit statuses, and the two checks that
-turn a person's file mistakes (unreadable input, unwritable output folder) into `InputError`.
+"""Error types shared by every phase, the one table of exit statuses, the two checks that
+turn a person's file mistakes (unreadable input, unwritable output folder) into `InputError`,
+and `did_you_mean`, the hint every "unknown name" error ends with.
 
 The CLI maps `InputError` (bad config, bad file, refused comparison) to exit status 2 and
 prints only its message, which must name the file and line or the config key, what was
@@ -19,8 +20,10 @@ Exit statuses, the same for every command:
 
 from __future__ import annotations
 
+import difflib
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 EXIT_OK = 0
@@ -47,6 +50,12 @@ class PhaseFailed(TuneloopError):
     """A phase could not produce or verify its artifact. Exit status 3."""
 
     exit_code = EXIT_PHASE_FAILED
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' for the closest choice, or '' when nothing is close."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def require_writable_dir(path: Path, what: str) -> None:

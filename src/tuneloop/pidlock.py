@@ -1,7 +1,7 @@
 """An exclusive, non-blocking flock on an open file that names its holder by pid.
 
 Used for the one-holder rules of a workdir (`loop/state.py`) and of a managed champion service
-(`flywheel/service_adoption.py`). The lock lives as long as the file stays open; closing it
+(`flywheel/service/adoption.py`). The lock lives as long as the file stays open; closing it
 (or the process dying) releases it, so a stale pid in the file never blocks anyone.
 """
 

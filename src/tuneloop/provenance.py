@@ -16,6 +16,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from tuneloop import __version__
+
 # the repository root when tuneloop runs from a checkout (src/tuneloop/provenance.py)
 CHECKOUT = Path(__file__).resolve().parents[2]
 LOCK_FILE = "requirements.lock"
@@ -96,8 +98,6 @@ def git_commit(path: Path | None = None) -> str | None:
 
 def code_version() -> str:
     """tuneloop's version plus a hash of its source, so that edited code redoes phases."""
-    from tuneloop import __version__
-
     src = Path(__file__).resolve().parent
     files = sorted(p for p in src.rglob("*.py") if "__pycache__" not in p.parts)
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()

@@ -9,25 +9,27 @@ group per kind (`tuneloop.scorers`, `tuneloop.serve_backends`, `tuneloop.trainer
 object to register under its name.
 Unknown names raise `InputError` with "did you mean …". There is deliberately no discovery
 by `__subclasses__()`: what is registered is exactly what `tuneloop plugins` lists.
+
+Each registry is typed by its plugin protocol (`tuneloop.plugins`; the serving backend's is
+`tuneloop.endpoint.ServeBackend`), so a registration is checked against the protocol and a
+look-up returns it. The built-in modules are named by string, deliberately: they are phases
+and shared libraries (`tuneloop.serve.backends`, `tuneloop.train.methods`, …), and this core
+module imports none of them, so importing the registry stays light and every phase may import
+it; each is imported on the first look-up instead.
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
-from tuneloop.errors import InputError
+from tuneloop.endpoint import ServeBackend
+from tuneloop.errors import InputError, did_you_mean
+from tuneloop.plugins import EnvironmentFactory, Ingester, ScorerFactory, Tool, Trainer
 
 T = TypeVar("T")
-
-
-def did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """' (did you mean 'x'?)' for the closest choice, or '' when nothing is close."""
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class Registry(Generic[T]):
@@ -93,16 +95,19 @@ class Registry(Generic[T]):
         return name in self._items
 
 
-# The registries. Built-in modules are imported lazily by name so that this core module
-# depends on no phase; each phase registers its own plugins.
-scorers: Registry[Any] = Registry("scorer", "tuneloop.scorers", ("tuneloop.scorers",))
-serve_backends: Registry[Any] = Registry(
+# The registries, each with the modules of its built-ins (imported on first use; see above).
+scorers: Registry[ScorerFactory] = Registry("scorer", "tuneloop.scorers", ("tuneloop.scorers",))
+serve_backends: Registry[ServeBackend] = Registry(
     "serve backend", "tuneloop.serve_backends", ("tuneloop.serve.backends",)
 )
-trainers: Registry[Any] = Registry("trainer", "tuneloop.trainers", ("tuneloop.train.methods",))
-ingesters: Registry[Any] = Registry("ingester", "tuneloop.ingesters", ("tuneloop.data.ingest",))
-tools: Registry[Any] = Registry("tool", "tuneloop.tools", ("tuneloop.envs",))
-environments: Registry[Any] = Registry("environment", "tuneloop.environments", ("tuneloop.envs",))
+trainers: Registry[Trainer] = Registry("trainer", "tuneloop.trainers", ("tuneloop.train.methods",))
+ingesters: Registry[Ingester] = Registry(
+    "ingester", "tuneloop.ingesters", ("tuneloop.data.ingest",)
+)
+tools: Registry[Tool] = Registry("tool", "tuneloop.tools", ("tuneloop.envs",))
+environments: Registry[EnvironmentFactory] = Registry(
+    "environment", "tuneloop.environments", ("tuneloop.envs",)
+)
 
 ALL: dict[str, Registry[Any]] = {
     "scorers": scorers,

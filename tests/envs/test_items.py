@@ -1,4 +1,4 @@
-"""An agent item's fields, checked when the suite loads: file:line and what was expected."""
+"""An agent item's tools as the request's OpenAI `tools` list, and their argument schemas."""
 
 from __future__ import annotations
 
@@ -6,10 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tuneloop.envs import item_tools, tool_parameters
-from tuneloop.errors import InputError
 from tuneloop.suite import load_suite
 
 USER = [{"role": "user", "content": "Compute: 1 + 1"}]
@@ -43,54 +40,3 @@ def test_names_and_schemas_become_the_request_tools(tmp_path: Path) -> None:
     raw = suite.items[1].raw
     assert [t["function"]["name"] for t in item_tools(raw)] == ["calculator", "weather"]
     assert tool_parameters(raw)["calculator"]["required"] == ["expression"]
-
-
-@pytest.mark.parametrize(
-    ("fields", "message"),
-    [
-        ({"prompt": "hi", "tools": ["calculator"]}, "needs 'messages'"),
-        ({"messages": USER, "tools": ["calculater"]}, "did you mean 'calculator'"),
-        ({"messages": USER, "tools": []}, "non-empty list"),
-        ({"messages": USER, "tools": ["calculator"], "environment": "recordd"}, "'recorded'"),
-        ({"messages": USER, "tools": [WEATHER]}, "no registered implementation"),
-        ({"messages": USER, "tools": [{"function": {"name": 3}}]}, "registered name or"),
-        ({"messages": USER, "tools": ["calculator", "calculator"]}, "names a tool twice"),
-        (
-            {
-                "messages": USER,
-                "environment": "recorded",
-                "tools": [{"function": {"name": "w", "parameters": {"type": "nope"}}}],
-            },
-            "not a JSON Schema",
-        ),
-        (
-            {"messages": USER, "tools": ["calculator"], "expected_tools": [{"name": "weather"}]},
-            "not among the item's tools",
-        ),
-        (
-            {
-                "messages": USER,
-                "tools": ["calculator"],
-                "environment": "recorded",
-                "tool_results": [{"name": "calculator"}],
-            },
-            "'tool_results' must be a list",
-        ),
-    ],
-)
-def test_bad_agent_fields_name_file_and_line(tmp_path: Path, fields: dict, message: str) -> None:
-    path = _suite(tmp_path, **fields)
-    with pytest.raises(InputError, match=f"{path}:2: .*{message}"):
-        load_suite(path)
-
-
-def test_earlier_turns_may_hold_tool_calls(tmp_path: Path) -> None:
-    turns = [
-        *USER,
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {}}]},
-        {"role": "tool", "tool_call_id": "c", "content": "2"},
-    ]
-    assert load_suite(_suite(tmp_path, messages=turns, tools=["calculator"])).items[1].messages
-    bad = [*USER, {"role": "user", "content": None}]
-    with pytest.raises(InputError, match="null content"):
-        load_suite(_suite(tmp_path, messages=bad))

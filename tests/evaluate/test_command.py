@@ -6,10 +6,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from tuneloop.config import parse_slice_fractions as parse_slices
 from tuneloop.errors import InputError
 from tuneloop.evaluate.command import evaluate
 from tuneloop.samplelog import load_sample_log
-from tuneloop.suite import parse_slice_fractions as parse_slices
 
 
 def app() -> typer.Typer:

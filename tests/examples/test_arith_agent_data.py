@@ -79,8 +79,8 @@ def test_a_trajectory_fits_the_served_context_and_trains_only_the_assistant_turn
     arith_dir: Path, agent_train: list[dict]
 ) -> None:
     from tuneloop.envs import item_tools
-    from tuneloop.serve.tools import parse_tool_calls
-    from tuneloop.train.sft import tokenize_with_mask
+    from tuneloop.serve.embedded import parse_tool_calls
+    from tuneloop.train.methods import tokenize_with_mask
 
     tok = transformers.AutoTokenizer.from_pretrained(arith_dir / "model")
     lengths = []

@@ -123,7 +123,7 @@ def test_tool_less_chats_render_exactly_as_with_the_pretrained_template(
 def test_tools_render_compactly_and_calls_as_hermes_blocks(tok, build_tokenizer):
     from tuneloop.envs.base import tool_schema
     from tuneloop.envs.render import prepare_messages, template_handles_tools
-    from tuneloop.serve.tools import parse_tool_calls
+    from tuneloop.serve.embedded import parse_tool_calls
 
     assert tok.chat_template == build_tokenizer.CHAT_TEMPLATE
     assert template_handles_tools(tok.chat_template)

@@ -128,7 +128,7 @@ def test_new_labels_count_label_time_once_per_exchange(tmp_path: Path) -> None:
 
 
 def test_iso_timestamps_and_streamed_responses(tmp_path: Path) -> None:
-    """The shape `serve.traffic_log` writes: ISO times, and a streamed response's chunks."""
+    """The shape `serve.traffic.log` writes: ISO times, and a streamed response's chunks."""
     streamed = {
         "timestamp": "2026-12-01T12:00:00.500Z",
         "request": {"model": "m", "messages": [{"role": "user", "content": "hi"}]},

@@ -20,13 +20,10 @@ import openai
 import yaml
 
 from tuneloop.config import load_config
-from tuneloop.gate.ledger import champions
-from tuneloop.gate.ledger_rounds import rounds
-from tuneloop.gate.ledger_store import connect
+from tuneloop.gate.ledger import open_ledger
 from tuneloop.records import Manifest, read_record
 from tuneloop.samplelog import EvalSummary
-from tuneloop.suite import load_suite
-from tuneloop.suite_rolling import rolling_of
+from tuneloop.suite import load_suite, rolling_of
 
 ROOT = Path(__file__).resolve().parents[2]
 ARITH = ROOT / "examples" / "arith"
@@ -94,12 +91,9 @@ def test_two_rounds_on_the_tiny_model(tmp_path: Path) -> None:
         )
         assert done.returncode in (0, 1), done.stderr[-3000:]
         codes.append(done.returncode)
-    conn = connect(tmp_path / "ledger.db")
-    try:
-        champs, history = champions(conn), rounds(conn)
-    finally:
-        conn.close()
-    assert champs[0]["via"] == "bootstrap" and champs[0]["version"] == 1
+    with open_ledger(tmp_path / "ledger.db") as ledger:
+        champs, history = ledger.champions(), ledger.rounds()
+    assert champs[0].via == "bootstrap" and champs[0].version == 1
     # Measured on the 2-core CPU machine (deterministic: seeded data, training and greedy
     # decoding): round 1 promotes (gate Δ +6.7 pts on 150 items, one-sided p 0.011) and round
     # 2, from v2 on the same traffic, is rejected (Δ +0.7, p 0.5). Another machine's float
@@ -107,35 +101,35 @@ def test_two_rounds_on_the_tiny_model(tmp_path: Path) -> None:
     assert codes[0] == 0, "round 1 was expected to promote (p 0.011 on the reference machine)"
     assert len(champs) == 1 + codes.count(0)  # one version per promotion
     r1, r2 = history
-    assert (r1["round_id"], r1["gate_slice"], r1["parent_version"]) == ("r0001", "gate-000", 1)
-    assert (r2["round_id"], r2["gate_slice"]) == ("r0002", "gate-001")
-    assert r2["parent_version"] == (2 if codes[0] == 0 else 1)  # from the last champion
-    outcomes = [r["outcomes"][-1]["outcome"] for r in history]
+    s1, s2 = r1.start, r2.start
+    assert (s1.round_id, s1.gate_slice, s1.parent_version) == ("r0001", "gate-000", 1)
+    assert (s2.round_id, s2.gate_slice) == ("r0002", "gate-001")
+    assert s2.parent_version == (2 if codes[0] == 0 else 1)  # from the last champion
+    outcomes = [r.outcomes[-1].outcome for r in history]
     assert outcomes == ["promoted" if c == 0 else "rejected" for c in codes]
 
     # each round evaluated exactly the audit part and its own gate slice
     cfg = load_config(config)
     split = rolling_of(load_suite(cfg.suite.path), cfg.suite)
     for i, r in enumerate(history):
-        folder = tmp_path / "work" / "rounds" / r["round_id"]
+        folder = tmp_path / "work" / "rounds" / r.round_id
         for arm in ("eval_pre", "eval_post"):
             summary = read_record(folder / arm / "summary.json", EvalSummary)
             assert set(summary.item_ids) == set(split.audit_ids) | set(split.gate_slices[i])
         verdict = json.loads((folder / "gate" / "verdict.json").read_text())
         assert set(verdict["item_ids"]) == set(split.gate_slices[i])
         manifest = read_record(
-            tmp_path / "archive" / r["outcomes"][-1]["run_id"] / "manifest.json", Manifest
+            tmp_path / "archive" / str(r.outcomes[-1].run_id) / "manifest.json", Manifest
         )
-        assert manifest.round is not None and manifest.round["round_id"] == r["round_id"]
+        assert manifest.round is not None and manifest.round["round_id"] == r.round_id
 
     log = (tmp_path / "EXPERIMENT-LOG.md").read_text()
     for r, outcome in zip(history, outcomes, strict=True):
-        assert f"round `{r['round_id']}` — **{outcome}**" in log
+        assert f"round `{r.round_id}` — **{outcome}**" in log
     assert "Data after each corpus step: traces 1200" in log
 
     # the champion the ledger names is the model served behind the proxy
-    from tuneloop.flywheel.reserve import reserve_champion
-    from tuneloop.flywheel.service import ManagedService, ServiceSettings
+    from tuneloop.flywheel.service import ManagedService, ServiceSettings, reserve_champion
 
     service = ManagedService(
         ServiceSettings(state_dir=tmp_path / "service", port=0, log_dir=tmp_path / "served")
@@ -143,8 +137,8 @@ def test_two_rounds_on_the_tiny_model(tmp_path: Path) -> None:
     try:
         served = reserve_champion(service, tmp_path / "ledger.db")
         status = service.status()
-        assert served.version == champs[-1]["version"] == status.version
-        assert status.model_dir == str(Path(champs[-1]["descriptor"]["path"]).resolve())
+        assert served.version == champs[-1].version == status.version
+        assert status.model_dir == str(Path(champs[-1].descriptor["path"]).resolve())
         client = openai.OpenAI(base_url=status.url, api_key="none")
         answer = client.chat.completions.create(
             model="champion", messages=[{"role": "user", "content": "What is 12 + 30?"}]

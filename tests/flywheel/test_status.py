@@ -230,7 +230,7 @@ def test_suite_items_tag_requests(tmp_path: Path) -> None:
 
 
 def test_last_round_comes_from_the_workdir_state(tmp_path: Path) -> None:
-    from tuneloop.flywheel.command import last_round
+    from tuneloop.flywheel.watch import last_round
     from tuneloop.loop.state import RunState, SupersededRun, save_state
 
     workdir = tmp_path / "runs"

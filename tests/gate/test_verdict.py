@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tuneloop.errors import InputError
-from tuneloop.gate import Bar, adjudicate, approve, champion_history
+from tuneloop.gate import Bar, adjudicate, approve, champion_history, register_champion
 from tuneloop.gate.verdict import GateVerdict, preregistration_warnings
 from tuneloop.records import read_record
 
@@ -61,9 +61,9 @@ def test_promotion_creates_a_champion_version(make_log, tmp_path: Path) -> None:
     v = run(champ, chall, tmp_path, "r1", challenger_descriptor=desc, bar=Bar(margin=0.1))
     assert v.decision == "promote" and v.new_champion_version == 1 and v.reasons == []
     (current,) = champion_history(tmp_path / "ledger.db")
-    assert current["version"] == 1 and current["run_id"] == "r1"
-    assert current["descriptor"]["path"] == "/runs/r1/merged"
-    assert current["descriptor"]["archive"] == "/arch/r1"
+    assert current.version == 1 and current.run_id == "r1"
+    assert current.descriptor["path"] == "/runs/r1/merged"
+    assert current.descriptor["archive"] == "/arch/r1"
     # the next round names the champion in service
     champ2 = make_log("champ2", improved(200, every=2))
     v2 = run(champ2, chall, tmp_path, "r2", item_ids=sorted(IDS)[90:], slice_name="gate2")
@@ -126,7 +126,7 @@ def test_approval_flow(make_log, tmp_path: Path) -> None:  # type: ignore[no-unt
     assert v.decision == "awaiting_approval" and champion_history(tmp_path / "ledger.db") == []
     assert approve("r1", tmp_path / "ledger.db") == 1
     (current,) = champion_history(tmp_path / "ledger.db")
-    assert current["via"] == "approval" and current["descriptor"]["model"] == "chall"
+    assert current.via == "approval" and current.descriptor["model"] == "chall"
     assert "approval of run `r1`" in (tmp_path / "EXPERIMENT-LOG.md").read_text()
     with pytest.raises(InputError, match="already approved"):
         approve("r1", tmp_path / "ledger.db")
@@ -198,3 +198,21 @@ def test_bar_fixed_after_the_post_eval_is_flagged(make_log, tmp_path: Path) -> N
     assert "Warning: the bar was fixed" in (tmp_path / "EXPERIMENT-LOG.md").read_text()
     assert preregistration_warnings("2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z") == []
     assert preregistration_warnings(None, "2026-01-02T00:00:00Z") == []
+
+
+def test_registered_base_is_named_by_the_next_verdict(make_log, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "l.db"
+    assert register_champion(db, {"kind": "single", "path": "/base"}, run_id=None) == 1
+    log = make_log("champ", flat(200, 0.0))
+    v = adjudicate(
+        log,
+        log,
+        bar=Bar(),
+        slice_name="gate",
+        item_ids=[item_id(i) for i in range(60)],
+        ledger_path=db,
+        out_dir=tmp_path / "o",
+        run_id="r1",
+    )
+    assert v.champion_version == 1 and v.decision == "reject"
+    assert "Champion (v1)" in (tmp_path / "EXPERIMENT-LOG.md").read_text()

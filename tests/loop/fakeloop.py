@@ -18,9 +18,10 @@ from typing import Any
 import yaml
 
 from tuneloop.config import LoopConfig, load_config
+from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.integrity import seal_round
 from tuneloop.loop.layout import slice_ids
-from tuneloop.loop.phases import PHASES, Phase, PhaseContext
+from tuneloop.loop.phases import PHASES, Phase
 from tuneloop.loop.runner import Runner, Selection
 from tuneloop.records import write_jsonl, write_record
 from tuneloop.samplelog import EvalSummary, SampleRow, SamplingParams
@@ -182,7 +183,7 @@ if __name__ == "__main__":
 
 def run_with_train_adapter(config: Path, monkeypatch: Any) -> dict[str, Any]:
     """The whole fake round, its train phase the loop's real adapter (`run_train`) calling a
-    stand-in for `tuneloop.train.train`; what the stand-in was handed (`data`, `settings`) and
+    stand-in for `tuneloop.train.run.train`; what the stand-in was handed (`data`, `settings`) and
     the runner's final `state`."""
     from tuneloop.loop.adapters import run_train
 
@@ -194,7 +195,7 @@ def run_with_train_adapter(config: Path, monkeypatch: Any) -> dict[str, Any]:
         (out_dir / "steps.txt").write_text(str(settings.steps))
         return out_dir
 
-    monkeypatch.setattr("tuneloop.train.train", fake_train)
+    monkeypatch.setattr("tuneloop.train.run.train", fake_train)
     table = tuple(
         dataclasses.replace(p, run=run_train) if p.name == "train" else p for p in phases()
     )

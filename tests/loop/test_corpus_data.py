@@ -21,7 +21,7 @@ from tuneloop.loop.corpus_data import (
 )
 
 from . import fakeloop
-from .test_preflight import project  # noqa: F401  (fixture)
+from .preflight.test_checks import project  # noqa: F401  (fixture)
 
 LEAK = "What is 7 + 1?"  # item q0007 of fakeloop's suite
 
@@ -81,7 +81,7 @@ def _traffic(tmp_path: Path) -> None:
 
 
 def test_a_dpo_loop_trains_on_the_corpus_preference_pairs(tmp_path, monkeypatch) -> None:
-    """The real data phase and train adapter; only `tuneloop.train.train` is a stand-in,
+    """The real data phase and train adapter; only `tuneloop.train.run.train` is a stand-in,
     reading what it was handed the way DPO does."""
     from tuneloop.train.data import dpo_rows, read_rows
 
@@ -192,7 +192,7 @@ def test_the_train_phase_trains_on_the_filtered_pairs(
 
 
 def test_tuneloop_check_refuses_dpo_on_chat_rows(project, capsys, monkeypatch) -> None:  # noqa: F811
-    from .test_preflight import assert_nothing_written, cli, edit
+    from .preflight.test_checks import assert_nothing_written, cli, edit
 
     _traffic(project)
     (project / "corpus.yaml").write_text("sources: [{path: log.jsonl}]\n")

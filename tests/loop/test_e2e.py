@@ -138,7 +138,7 @@ def test_mlflow_mirrors_the_ledger(reference: Path, monkeypatch: pytest.MonkeyPa
     aliases = {a: int(v) for a, v in c.get_registered_model("ref").aliases.items()}
     champions = champion_history(reference.parent / "ledger.db")
     if verdict["decision"] == "promote":
-        assert champions[-1]["run_id"] == state["run_id"]
+        assert champions[-1].run_id == state["run_id"]
         assert aliases == {"challenger": int(version.version), "champion": int(version.version)}
     else:
         assert aliases == {"challenger": int(version.version)}

@@ -39,7 +39,7 @@ def test_a_weaker_rerun_is_refused_before_training_and_nothing_changes(tmp_path:
     assert first["decision"] == "promote"
     (champ,) = champion_history(tmp_path / "ledger" / "ledger.db")
     archive = tmp_path / "archive" / state.run_id
-    assert champ["descriptor"]["path"] == str(archive / "run" / "merge" / "model")
+    assert champ.descriptor["path"] == str(archive / "run" / "merge" / "model")
     fakeloop.CALLS.clear()
     with pytest.raises(InputError, match=r"(\d+) of the \1 items of slice .gate.*refused before"):
         runner(config, ["train.steps=3"]).run()
@@ -66,7 +66,7 @@ def test_a_changed_round_with_reuse_allowed_is_a_new_round(tmp_path: Path) -> No
     assert verify_archive(tmp_path / "archive" / old.run_id) == []
     assert verify_archive(tmp_path / "archive" / new.run_id) == []
     history = champion_history(tmp_path / "ledger" / "ledger.db")
-    assert [h["run_id"] for h in history] == [old.run_id]
+    assert [h.run_id for h in history] == [old.run_id]
     # the replaced outputs are kept, with why
     moved = sorted(p.name.split("-", 2)[-1] for p in (tmp_path / "work" / "quarantine").iterdir())
     assert moved == sorted(
@@ -135,14 +135,14 @@ def test_kill_between_decision_and_archive_never_names_a_missing_champion(
         assert champion_history(db) == [], point  # the old (no) champion is in charge
     state = runner(config).run()
     (champ,) = champion_history(db)
-    path = Path(champ["descriptor"]["path"])
+    path = Path(champ.descriptor["path"])
     assert path.is_dir()
     if archive:
         assert path == tmp_path / "archive" / state.run_id / "run" / "merge" / "model"
         assert verify_archive(tmp_path / "archive" / state.run_id) == []
     else:
         assert path == tmp_path / "work" / "merge" / "model"
-        assert "archiving is off" in champ["descriptor"]["location"]
+        assert "archiving is off" in champ.descriptor["location"]
     promotion = json.loads((tmp_path / "work" / "promote" / "promotion.json").read_text())
     assert promotion["champion_version"] == 1
     assert runner(config).run().run_id == state.run_id  # nothing left to do, same round

@@ -1,8 +1,8 @@
 """The replay phase in the loop: traces → teachers → rows and pairs that training reads.
 
 The real data, replay, report, gate, capstone and archive phases on fakeloop's table, with
-fake teachers over HTTP (tests/replay/conftest.py) and `tuneloop.train.train` replaced by a
-stand-in that records what it was handed; `tuneloop check` refusals run the installed script.
+fake teachers over HTTP (tests/replay/conftest.py) and `tuneloop.train.run.train` replaced by
+a stand-in that records what it was handed; `tuneloop check` refusals run the installed script.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tuneloop.replay.teachers import load_teachers
 
 from ..replay.conftest import FakeTeachers, TeacherServer, write_teachers
 from . import fakeloop
-from .test_preflight import (
+from .preflight.test_checks import (
     TUNELOOP,
     assert_nothing_written,
     line_of,

@@ -16,10 +16,9 @@ import pytest
 
 from tuneloop.archive import verify_archive
 from tuneloop.errors import InputError
-from tuneloop.gate.ledger import champions
-from tuneloop.gate.ledger_rounds import rounds
-from tuneloop.gate.ledger_store import connect
-from tuneloop.loop.rounds import ROUND_FILE, RoundRecord
+from tuneloop.gate.ledger import Champion, Round, open_ledger
+from tuneloop.loop.layout import ROUND_FILE
+from tuneloop.loop.rounds import RoundRecord
 from tuneloop.records import Manifest, read_record
 
 from .fakeloop import CALLS, STRONG_STEPS, run_round, write_config
@@ -41,12 +40,9 @@ def flywheel_config(tmp: Path, gate_size: int = 50) -> Path:
     return path
 
 
-def ledger_rows(tmp: Path) -> tuple[list[dict], list[dict]]:
-    conn = connect(tmp / "ledger" / "ledger.db")
-    try:
-        return champions(conn), rounds(conn)
-    finally:
-        conn.close()
+def ledger_rows(tmp: Path) -> tuple[list[Champion], list[Round]]:
+    with open_ledger(tmp / "ledger" / "ledger.db") as ledger:
+        return ledger.champions(), ledger.rounds()
 
 
 def round_record(tmp: Path, round_id: str) -> RoundRecord:
@@ -59,17 +55,17 @@ def test_two_rounds_each_from_the_last_champion(tmp_path: Path) -> None:
     assert run_round(config) == 0
     champs, history = ledger_rows(tmp_path)
     # the bootstrap champion is recorded as such, then each round's promotion
-    assert [(c["version"], c["via"]) for c in champs][0] == (1, "bootstrap")
-    assert [c["version"] for c in champs] == [1, 2, 3]
+    assert [(c.version, c.via) for c in champs][0] == (1, "bootstrap")
+    assert [c.version for c in champs] == [1, 2, 3]
     r1, r2 = round_record(tmp_path, "r0001"), round_record(tmp_path, "r0002")
     assert (r1.parent_version, r1.bootstrap, r1.gate_slice) == (1, True, "gate-000")
     assert (r2.parent_version, r2.bootstrap, r2.gate_slice) == (2, False, "gate-001")
     # round 2 starts from round 1's champion: its verified, archived model
-    assert r2.base_model == champs[1]["descriptor"]["path"] != r1.base_model
+    assert r2.base_model == champs[1].descriptor["path"] != r1.base_model
     assert r2.eval_slice == "audit+gate-001"
-    assert [r["outcomes"][-1]["outcome"] for r in history] == ["promoted", "promoted"]
+    assert [r.outcomes[-1].outcome for r in history] == ["promoted", "promoted"]
     # the round's lineage is in its archive's manifest, and the archive verifies
-    archive = Path(history[1]["outcomes"][-1]["run_id"])
+    archive = Path(str(history[1].outcomes[-1].run_id))
     folder = tmp_path / "archive" / archive.name
     manifest = read_record(folder / "manifest.json", Manifest)
     assert manifest.round is not None and manifest.round["parent_version"] == 2
@@ -84,8 +80,8 @@ def test_a_weaker_challenger_is_rejected_and_the_champion_stays(tmp_path: Path) 
     assert run_round(config) == 0
     assert run_round(config, ["train.steps=1"]) == 1
     champs, history = ledger_rows(tmp_path)
-    assert [c["version"] for c in champs] == [1, 2]
-    assert history[-1]["outcomes"][-1]["outcome"] == "rejected"
+    assert [c.version for c in champs] == [1, 2]
+    assert history[-1].outcomes[-1].outcome == "rejected"
     assert "round `r0002` — **rejected**" in (tmp_path / "ledger" / "EXPERIMENT-LOG.md").read_text()
 
 
@@ -98,8 +94,8 @@ def test_no_fresh_gate_slice_is_refused_before_training(tmp_path: Path) -> None:
         run_round(config)
     assert "train" not in CALLS and "eval_pre" not in CALLS
     _, history = ledger_rows(tmp_path)
-    assert history[-1]["round_id"] == "r0003"
-    assert history[-1]["outcomes"][-1]["outcome"] == "refused"
+    assert history[-1].round_id == "r0003"
+    assert history[-1].outcomes[-1].outcome == "refused"
     log = (tmp_path / "ledger" / "EXPERIMENT-LOG.md").read_text()
     assert "round `r0003` — **refused**" in log and "no fresh gate slice" in log
 
@@ -117,7 +113,7 @@ def test_a_round_killed_mid_training_resumes_once(tmp_path: Path) -> None:
     state = json.loads((tmp_path / "work" / "rounds" / "r0001" / "state.json").read_text())
     assert state["phases"]["train"]["status"] == "done"
     _, history = ledger_rows(tmp_path)
-    assert [o["outcome"] for o in history[0]["outcomes"]] == ["promoted"]
+    assert [o.outcome for o in history[0].outcomes] == ["promoted"]
 
 
 def test_rounds_need_a_rolling_split(tmp_path: Path) -> None:
@@ -133,6 +129,6 @@ def test_asking_again_for_an_ended_round_only_reports_it(tmp_path: Path) -> None
     assert run_round(config, asked="r0001") == 0  # a watcher collecting the exit status
     assert CALLS == []
     _, history = ledger_rows(tmp_path)
-    assert [o["outcome"] for o in history[0]["outcomes"]] == ["promoted"]
+    assert [o.outcome for o in history[0].outcomes] == ["promoted"]
     log = (tmp_path / "ledger" / "EXPERIMENT-LOG.md").read_text()
     assert log.count("round `r0001`") == 1

@@ -15,7 +15,8 @@ import pytest
 
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError, PhaseFailed
-from tuneloop.loop.phases import Phase, PhaseContext
+from tuneloop.loop.context import PhaseContext
+from tuneloop.loop.phases import Phase
 from tuneloop.loop.runner import Runner, Selection
 from tuneloop.loop.state import WorkdirLock, load_state
 

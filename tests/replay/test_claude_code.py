@@ -8,10 +8,10 @@ from pathlib import Path
 
 from tuneloop.config.replay import ReplayConfig
 from tuneloop.data.ingest import ingest_files
+from tuneloop.plugins import Score
 from tuneloop.records import read_jsonl
 from tuneloop.registry import scorers
 from tuneloop.replay import replay
-from tuneloop.scorers.base import Score
 from tuneloop.train.data import Row, sft_rows
 
 FIXTURE = Path(__file__).parents[1] / "data" / "fixtures" / "claude_code_session.jsonl"

@@ -10,8 +10,8 @@ import dataclasses
 from pathlib import Path
 
 from tuneloop.config import load_config
+from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.layout import slice_ids
-from tuneloop.loop.phases import PhaseContext
 from tuneloop.loop.runner import Runner, Selection
 from tuneloop.records import append_jsonl, iter_jsonl, parse_record, write_jsonl
 from tuneloop.samplelog import SampleRow

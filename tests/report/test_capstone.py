@@ -15,6 +15,7 @@ from tuneloop.config import load_config
 from tuneloop.errors import InputError
 from tuneloop.gate.verdict_record import GateVerdict
 from tuneloop.loop.handover import capstone_inputs
+from tuneloop.loop.layout import RunLayout
 from tuneloop.loop.state import RunState, load_state
 from tuneloop.records import read_record
 from tuneloop.report.capstone import render_capstone
@@ -32,11 +33,11 @@ def round_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _render(tmp: Path, workdir: Path | None = None) -> str:
     cfg = load_config(tmp / "loop.yaml")
     work = workdir or cfg.workdir
-    up = {name: work / name for name in ("data", "eval_pre", "train", "report", "gate")}
+    run = RunLayout(work)
     state = read_record(work / "state.json", RunState)
     verdict = read_record(work / "gate" / "verdict.json", GateVerdict)
     out = work / "capstone" / "report.md"
-    return render_capstone(cfg, state, capstone_inputs(cfg, up, state), verdict, out)
+    return render_capstone(cfg, state, capstone_inputs(cfg, run, state), verdict, out)
 
 
 def test_report_md_key_lines(round_dir: Path) -> None:
@@ -99,10 +100,10 @@ def test_full_fine_tuning_is_named_instead_of_lora(round_dir: Path) -> None:
     cfg = load_config(round_dir / "loop.yaml")
     cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"adapter": "none"})})
     work = cfg.workdir
-    up = {name: work / name for name in ("data", "eval_pre", "train", "report", "gate")}
+    run = RunLayout(work)
     state = read_record(work / "state.json", RunState)
     verdict = read_record(work / "gate" / "verdict.json", GateVerdict)
     out = round_dir / "full-ft-report.md"
-    text = render_capstone(cfg, state, capstone_inputs(cfg, up, state), verdict, out)
+    text = render_capstone(cfg, state, capstone_inputs(cfg, run, state), verdict, out)
     assert "- Method: sft, 100 steps, lr 0.0005, batch 8, full fine-tuning, seed 0" in text
     assert "LoRA r=" not in text

@@ -5,8 +5,9 @@ from typing import Any
 import pytest
 
 from tuneloop.errors import InputError
+from tuneloop.plugins import Score
 from tuneloop.registry import scorers
-from tuneloop.scorers.base import Score, runs_inline
+from tuneloop.scorers.base import runs_inline
 from tuneloop.scorers.resolve import ScorerResolver, scorer_name
 
 

@@ -79,7 +79,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_engine(tiny_model: Path) -> Iterator[Any]:
     """A started batching engine over the tiny model, shared by the in-process tests."""
-    from tuneloop.serve.engine import load_engine
+    from tuneloop.serve.embedded.engine import load_engine
 
     engine = load_engine(tiny_model, max_batch_size=64, batch_wait_ms=20).start()
     yield engine

@@ -10,9 +10,11 @@ from pathlib import Path
 import openai
 import pytest
 
+from tuneloop.config import ServeConfig, ServerConfig, VllmConfig
+from tuneloop.endpoint import Decoding
 from tuneloop.errors import InputError, PhaseFailed
-from tuneloop.serve import serving
-from tuneloop.serve.backends import VLLM_KEYS, select_options, vllm_argv
+from tuneloop.serve.backends import embedded_argv, vllm_argv
+from tuneloop.serving import serving
 
 FAKE_VLLM = Path(__file__).parent / "fake_vllm" / "vllm"
 KEY = "sk-test-0123456789abcdef"
@@ -27,35 +29,46 @@ def fake_vllm_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{FAKE_VLLM.parent}:{bindir}:{os.environ['PATH']}")
 
 
+def vllm_config(**vllm: object) -> ServeConfig:
+    return ServeConfig.model_validate({"backend": "vllm", "vllm": vllm})
+
+
+def external_config(**external: object) -> ServeConfig:
+    return ServeConfig.model_validate({"backend": "external", "external": external})
+
+
 def test_vllm_argv_carries_every_setting() -> None:
-    opts = {
-        "dtype": "bfloat16",
-        "max_model_len": 4096,
-        "gpu_memory_utilization": 0.8,
-        "tensor_parallel_size": 2,
-        "data_parallel_size": 4,
-        "extra_args": ["--enforce-eager"],
-    }
-    assert vllm_argv("/m", "127.0.0.1", 8011, opts) == [
+    vllm = VllmConfig(
+        dtype="bfloat16",
+        max_model_len=4096,
+        gpu_memory_utilization=0.8,
+        tensor_parallel_size=2,
+        data_parallel_size=4,
+        extra_args=["--enforce-eager"],
+    )
+    assert vllm_argv("/m", "127.0.0.1", 8011, vllm) == [
         "vllm", "serve", "/m", "--host", "127.0.0.1", "--port", "8011",
         "--dtype", "bfloat16", "--max-model-len", "4096",
         "--gpu-memory-utilization", "0.8", "--tensor-parallel-size", "2",
         "--data-parallel-size", "4", "--enforce-eager",
     ]  # fmt: skip
-    assert "--max-model-len" not in vllm_argv("/m", "h", 1, {})
-    assert "--enable-auto-tool-choice" not in vllm_argv("/m", "h", 1, {})
-    tools = vllm_argv("/m", "h", 1, {"tool_call_parser": "hermes"})
+    defaults = vllm_argv("/m", "h", 1, VllmConfig())  # the defaults are VllmConfig's own
+    assert defaults == [
+        "vllm", "serve", "/m", "--host", "h", "--port", "1", "--dtype", "auto",
+        "--gpu-memory-utilization", "0.9", "--tensor-parallel-size", "1",
+        "--data-parallel-size", "1",
+    ]  # fmt: skip
+    tools = vllm_argv("/m", "h", 1, vllm_config(tool_call_parser="hermes").vllm)
     assert tools[-3:] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
-    flat = select_options({"vllm": {"tool_call_parser": "hermes"}}, "vllm", VLLM_KEYS)
-    assert flat == {"tool_call_parser": "hermes"}  # loop.yaml's serve.vllm.tool_call_parser
 
 
-def test_options_flatten_the_backend_section_and_refuse_unknown_keys() -> None:
-    opts = {"max_batch_size": 8, "vllm": {"dtype": "half"}, "external": {"pre": {"model": "x"}}}
-    assert select_options(opts, "vllm", {"dtype"}) == {"dtype": "half"}
-    assert select_options(opts, "embedded", {"max_batch_size"}) == {"max_batch_size": 8}
-    with pytest.raises(InputError, match="did you mean 'max_batch_size'"):
-        select_options({"max_batch_sise": 8}, "embedded", {"max_batch_size"})
+def test_the_embedded_command_line_carries_every_server_setting() -> None:
+    argv = embedded_argv(Path("/m"), "::1", 0, ServerConfig(max_batch_size=8, threads=2))
+    assert argv[argv.index("--host") + 1 : argv.index("--port") + 2] == ["::1", "--port", "0"]
+    assert argv[argv.index("--max-batch-size") + 1] == "8"
+    assert argv[argv.index("--threads") + 1] == "2"
+    # unset settings (None) are left to the server, whose defaults are the same ServerConfig
+    assert "--max-model-len" not in argv and "--api-key-env" not in argv
 
 
 def test_vllm_backend_serves_through_the_fake(
@@ -63,8 +76,15 @@ def test_vllm_backend_serves_through_the_fake(
 ) -> None:
     monkeypatch.setenv("TEST_VLLM_KEY", KEY)
     log = tmp_path / "vllm.log"
-    opts = {"dtype": "float16", "extra_args": ["--enforce-eager"], "api_key_env": "TEST_VLLM_KEY"}
-    with serving("org/model", "vllm", log_path=log, options=opts, startup_timeout_s=60) as ep:
+    config = ServeConfig.model_validate(
+        {
+            "backend": "vllm",
+            "api_key_env": "TEST_VLLM_KEY",
+            "startup_timeout_s": 60,
+            "vllm": {"dtype": "float16", "extra_args": ["--enforce-eager"]},
+        }
+    )
+    with serving("org/model", config, log_path=log) as ep:
         assert ep.api_key == KEY and ep.model == "org/model"
         client = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key)
         reply = client.chat.completions.create(
@@ -85,11 +105,9 @@ def test_vllm_backend_loads_the_contract_generation_config(
 ) -> None:
     import json
 
-    from tuneloop.serve import Decoding
-
     log = tmp_path / "vllm.log"
     contract = Decoding((0, 2), {"do_sample": False, "max_new_tokens": 8})
-    with serving("org/model", "vllm", log_path=log, decoding=contract) as ep:
+    with serving("org/model", vllm_config(), log_path=log, decoding=contract) as ep:
         assert ep.decoding_applied
         argv = next(line for line in log.read_text().splitlines() if "fake vllm argv" in line)
         folder = Path(argv.split("--generation-config ")[1].split()[0])
@@ -102,16 +120,13 @@ def test_vllm_startup_failure_shows_its_log(
     fake_vllm_on_path: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_VLLM_FAIL", "1")
-    with pytest.raises(PhaseFailed, match="failing on purpose"), serving("m", "vllm"):
+    with pytest.raises(PhaseFailed, match="failing on purpose"), serving("m", vllm_config()):
         pass
 
 
 def test_vllm_missing_executable_is_an_input_error() -> None:
-    opts = {"executable": "/nonexistent/vllm"}
-    with (
-        pytest.raises(InputError, match="serve.vllm.executable"),
-        serving("m", "vllm", options=opts),
-    ):
+    config = vllm_config(executable="/nonexistent/vllm")
+    with pytest.raises(InputError, match="serve.vllm.executable"), serving("m", config):
         pass
 
 
@@ -125,13 +140,13 @@ def test_external_backend_reads_the_key_from_env_and_never_writes_it(
 ) -> None:
     monkeypatch.setenv("EXT_KEY", KEY)
     log = tmp_path / "ext.log"
-    opts = {
-        "base_url": external_server,
-        "pre": {"model": "ext-model"},
-        "post": {"model": "other-model"},
-        "api_key_env": "EXT_KEY",
-    }
-    with serving("ignored", "external", log_path=log, options=opts, arm="pre") as ep:
+    config = external_config(
+        base_url=external_server,
+        pre={"model": "ext-model"},
+        post={"model": "other-model"},
+        api_key_env="EXT_KEY",
+    )
+    with serving("ignored", config, log_path=log, arm="pre") as ep:
         assert (ep.model, ep.pid, ep.api_key) == ("ext-model", None, KEY)
         reply = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key).completions.create(
             model=ep.model, prompt="6 * 7 =", n=3
@@ -143,32 +158,32 @@ def test_external_backend_reads_the_key_from_env_and_never_writes_it(
 def test_external_backend_refuses_a_wrong_or_missing_key(
     external_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    opts = {
+    external = {
         "base_url": external_server,
         "pre": {"model": "ext-model"},
         "post": {"model": "other-model"},
         "api_key_env": "EXT_KEY",
     }
+    config = external_config(**external)
     monkeypatch.delenv("EXT_KEY", raising=False)
     with (
         pytest.raises(InputError, match="EXT_KEY is not set"),
-        serving("x", "external", options=opts, arm="pre"),
+        serving("x", config, arm="pre"),
     ):
         pass
     monkeypatch.setenv("EXT_KEY", "sk-wrong-key")
     refused = pytest.raises(PhaseFailed, match="HTTP 401")
-    with refused as info, serving("x", "external", options=opts, arm="pre", startup_timeout_s=10):
+    config = ServeConfig.model_validate(
+        {"backend": "external", "startup_timeout_s": 10, "external": external}
+    )
+    with refused as info, serving("x", config, arm="pre"):
         pass
     assert "sk-wrong-key" not in str(info.value)
 
 
 def test_serve_max_model_len_reaches_the_embedded_and_the_vllm_command_line() -> None:
-    from tuneloop.serve.backends import EMBEDDED_KEYS, embedded_argv
-
-    opts = select_options({"max_model_len": 192}, "embedded", EMBEDDED_KEYS)
-    argv = embedded_argv(Path("/m"), "127.0.0.1", 0, opts)
+    config = ServeConfig.model_validate({"max_model_len": 192, "vllm": {"max_model_len": 256}})
+    argv = embedded_argv(Path("/m"), "127.0.0.1", 0, config)
     assert argv[argv.index("--max-model-len") + 1] == "192"
-    argv = vllm_argv(
-        "/m", "127.0.0.1", 8000, select_options({"max_model_len": 192}, "vllm", VLLM_KEYS)
-    )
-    assert argv[argv.index("--max-model-len") + 1] == "192"
+    argv = vllm_argv("/m", "127.0.0.1", 8000, config.vllm)  # serve.vllm's own, as before
+    assert argv[argv.index("--max-model-len") + 1] == "256"

@@ -14,8 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tuneloop.serve import Decoding, serving
+from tuneloop.config import ServeConfig, ServerConfig, VllmConfig
+from tuneloop.endpoint import Decoding
 from tuneloop.serve.backends import embedded_argv, vllm_argv
+from tuneloop.serving import serving
 
 REPO = Path(__file__).resolve().parents[2]
 ARITH_MODEL = REPO / "examples" / "arith" / "model"
@@ -27,7 +29,7 @@ MAX_TOKENS = 24
 def arms(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     if not (ARITH_MODEL / "config.json").is_file():
         pytest.skip("examples/arith/model not built (python examples/arith/build_model.py)")
-    from tuneloop.train.merge import merge
+    from tuneloop.train.checkpoint import merge
 
     root = tmp_path_factory.mktemp("arms")
     m0 = Path(shutil.copytree(ARITH_MODEL, root / "m0"))
@@ -40,15 +42,15 @@ def arms(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _contract(base: Path) -> Decoding:
-    from tuneloop.train.decoding import read_decoding
+    from tuneloop.train.checkpoint import read_decoding
 
     meta = read_decoding(base)
     return Decoding(meta.stop_token_ids, meta.generation_config)
 
 
 def _answers(model: Path, decoding: Decoding | None) -> list[tuple[str, str, int]]:
-    opts = {"max_batch_size": 8, "batch_wait_ms": 1}
-    with serving(model, options=opts, arm="pre", decoding=decoding) as ep:
+    config = ServeConfig(max_batch_size=8, batch_wait_ms=1)
+    with serving(model, config, arm="pre", decoding=decoding) as ep:
         assert ep.decoding_applied == (decoding is not None)
         out = []
         for q in QUESTIONS:
@@ -76,8 +78,8 @@ def test_the_contract_is_the_base_stop_set() -> None:
 def test_base_and_merged_stop_at_the_same_place_under_one_contract(
     arms: tuple[Path, Path],
 ) -> None:
-    from tuneloop.serve.engine import load_engine
-    from tuneloop.serve.rows import Row
+    from tuneloop.serve.embedded.engine import load_engine
+    from tuneloop.serve.embedded.row import Row
 
     m0, m1 = arms
     contract = _contract(m0)
@@ -98,10 +100,10 @@ def test_base_and_merged_stop_at_the_same_place_under_one_contract(
 
 def test_every_process_backend_carries_the_contract() -> None:
     contract = Decoding((0, 2), {"do_sample": False})
-    argv = embedded_argv(Path("/m"), "127.0.0.1", 0, {}, contract)
+    argv = embedded_argv(Path("/m"), "127.0.0.1", 0, ServerConfig(), contract)
     assert argv[argv.index("--stop-token-ids") + 1] == "0,2"
-    assert "--stop-token-ids" not in embedded_argv(Path("/m"), "127.0.0.1", 0, {})
-    assert "--generation-config" not in vllm_argv("/m", "127.0.0.1", 1, {})
+    assert "--stop-token-ids" not in embedded_argv(Path("/m"), "127.0.0.1", 0, ServerConfig())
+    assert "--generation-config" not in vllm_argv("/m", "127.0.0.1", 1, VllmConfig())
     assert contract.served_generation_config() == {"do_sample": False, "eos_token_id": [0, 2]}
 
 
@@ -121,7 +123,8 @@ def test_the_loop_evaluates_both_arms_under_the_base_contract(
     arms: tuple[Path, Path], tmp_path: Path
 ) -> None:
     from tuneloop.config import LoopConfig
-    from tuneloop.loop.adapters import PhaseContext, _evaluate_model
+    from tuneloop.loop.adapters import _evaluate_model
+    from tuneloop.loop.context import PhaseContext
     from tuneloop.report.delta import finish_reasons
     from tuneloop.samplelog import load_sample_log
 

@@ -16,12 +16,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tuneloop.config import ServerConfig
+from tuneloop.config import ServeConfig, ServerConfig
 from tuneloop.errors import InputError, PhaseFailed
-from tuneloop.serve import serving
-from tuneloop.serve.lifecycle import Launch, launched, spawn, terminate_group
-from tuneloop.serve.routes import ServerSettings
-from tuneloop.serve.server import EXIT_BIND, run_server
+from tuneloop.serve.embedded import ServerSettings, run_server
+from tuneloop.serve.lifecycle import EXIT_BIND, Launch, launched, spawn, terminate_group
+from tuneloop.serving import serving
 
 
 def gone(pid: int, within_s: float = 10.0) -> bool:
@@ -101,7 +100,7 @@ def test_teardown_kills_the_whole_group_even_children_ignoring_sigterm(tmp_path:
 
 def test_a_busy_port_fails_fast_before_spawning(tiny_model: Path, busy_port: int) -> None:
     in_use = f"127.0.0.1:{busy_port} is already in use"
-    with pytest.raises(InputError, match=in_use), serving(tiny_model, port=busy_port):
+    with pytest.raises(InputError, match=in_use), serving(tiny_model, ServeConfig(port=busy_port)):
         pass
 
 
@@ -123,7 +122,7 @@ def test_a_model_that_fails_to_load_gives_a_clear_error(tmp_path: Path) -> None:
 def test_no_server_survives_a_sigkilled_parent(tiny_model: Path, tmp_path: Path) -> None:
     code = f"""
         import time
-        from tuneloop.serve import serving
+        from tuneloop.serving import serving
         with serving({str(tiny_model)!r}, log_path={str(tmp_path / "log")!r}) as ep:
             print(ep.pid, flush=True)
             time.sleep(300)

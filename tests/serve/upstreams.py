@@ -15,7 +15,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from tuneloop.serve.server import bind
+from tuneloop.serve.lifecycle import bind
 
 
 def fake_upstream(name: str, *, delay_s: float = 0.0, chunk_delay_s: float = 0.0) -> FastAPI:

@@ -34,7 +34,7 @@ def test_a_failed_write_finishes_the_run_warns_and_is_retried_in_place(
     # the round ended as if tracking were off: promoted, the ledger names it champion
     assert all(rec.status in ("done", "skipped") for rec in state.phases.values())
     ledger = tmp_path / "ledger" / "ledger.db"
-    assert [h["run_id"] for h in champion_history(ledger)] == [state.run_id]
+    assert [h.run_id for h in champion_history(ledger)] == [state.run_id]
     rec = tracked(tmp_path)
     assert rec.status == "failed" and rec.mlflow_run_id is None and rec.attempts == 1
     assert str(blocked) in (rec.error or "")

@@ -112,7 +112,7 @@ def test_a_round_is_logged_and_reads_back_as_its_records(
 
     served = Path(mlflow.artifacts.download_artifacts("models:/fake@champion"))
     assert sha256_path(served) == sha256_path(work / "merge" / "model")
-    assert champion_history(tmp_path / "ledger" / "ledger.db")[-1]["run_id"] == state.run_id
+    assert champion_history(tmp_path / "ledger" / "ledger.db")[-1].run_id == state.run_id
 
 
 def test_a_rejected_candidate_takes_challenger_and_leaves_champion(
@@ -135,9 +135,7 @@ def test_a_rejected_candidate_takes_challenger_and_leaves_champion(
     assert sorted(r.data.tags["tuneloop.verdict"] for r in runs) == ["promote", "reject"]
     assert c.get_run(v2.run_id).data.metrics["gate.promote"] == 0.0
     # the ledger agrees: its champion is still the first round's
-    assert [h["run_id"] for h in champion_history(tmp_path / "ledger" / "ledger.db")] == [
-        first.run_id
-    ]
+    assert [h.run_id for h in champion_history(tmp_path / "ledger" / "ledger.db")] == [first.run_id]
 
 
 def test_writing_a_round_again_adds_no_run_version_or_metric_point(
@@ -183,7 +181,7 @@ def test_flywheel_rounds_share_one_experiment_and_one_registered_model(
     assert aliases(c) == {"champion": 1, "challenger": 2}
     champion = c.get_model_version_by_alias("fake", "champion")
     history = champion_history(tmp_path / "ledger" / "ledger.db")
-    assert champion.tags["tuneloop.run_id"] == history[-1]["run_id"]  # the ledger's champion
+    assert champion.tags["tuneloop.run_id"] == history[-1].run_id  # the ledger's champion
 
 
 def test_an_approval_in_the_ledger_moves_champion_on_the_next_run(

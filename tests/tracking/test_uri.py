@@ -13,7 +13,7 @@ from tuneloop.config.tracking import TrackingConfig
 from tuneloop.tracking import EXTRA, artifact_location, check_uri, log_round, resolve_uri
 from tuneloop.tracking.facts import RoundFacts
 
-from ..loop.test_preflight import GOOD, line_of
+from ..loop.preflight.test_checks import GOOD, line_of
 
 TUNELOOP = Path(sys.executable).parent / "tuneloop"
 
@@ -63,7 +63,7 @@ def test_a_missing_client_names_the_extra(tmp_path: Path, monkeypatch: pytest.Mo
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """GOOD from tests/loop/test_preflight.py, with its model, suite and train data."""
+    """GOOD from tests/loop/preflight/test_checks.py, with its model, suite and train data."""
     import json
 
     (tmp_path / "model").mkdir()

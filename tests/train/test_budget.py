@@ -10,8 +10,9 @@ from conftest import arith_rows, write_jsonl
 
 from tuneloop.errors import InputError
 from tuneloop.records import read_record
-from tuneloop.train import TrainRunRecord, TrainSettings, train
 from tuneloop.train.budget import BudgetCallback, RunBudget, run_outcome
+from tuneloop.train.run import train
+from tuneloop.train.settings import TrainRunRecord, TrainSettings
 
 MANY = 100_000
 """A step count no test reaches: only the budget can end these runs."""

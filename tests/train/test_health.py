@@ -13,10 +13,11 @@ from transformers import TrainerCallback
 from tuneloop.config.health import HealthConfig
 from tuneloop.errors import PhaseFailed
 from tuneloop.records import read_jsonl
-from tuneloop.train import TrainSettings, train
-from tuneloop.train import sft as sft_module
-from tuneloop.train.checkpoints import last_checkpoint
 from tuneloop.train.health import HealthCallback, fit, nonfinite
+from tuneloop.train.methods import sft as sft_module
+from tuneloop.train.resume import last_checkpoint
+from tuneloop.train.run import train
+from tuneloop.train.settings import TrainSettings
 
 NAN_STEP = 5
 

@@ -16,7 +16,8 @@ from transformers import TrainerCallback
 from tuneloop.config.health import CheckpointConfig
 from tuneloop.errors import InputError
 from tuneloop.records import read_jsonl, read_record, sha256_file
-from tuneloop.train import TrainRunRecord, TrainSettings, train
+from tuneloop.train.run import train
+from tuneloop.train.settings import TrainRunRecord, TrainSettings
 
 TINY = TrainSettings(
     method="sft",
@@ -223,8 +224,8 @@ def test_grpo_after_warmup_resumes_in_its_second_stage(
 ) -> None:
     import torch
 
-    from tuneloop.train import grpo as grpo_module
     from tuneloop.train.health import fit
+    from tuneloop.train.methods import grpo as grpo_module
 
     s = tiny("grpo", steps=4, sft_warmup_steps=2, checkpoint=CheckpointConfig(every=2))
     straight = train(tiny_model, prompts, tmp_path / "straight", s, progress=False)

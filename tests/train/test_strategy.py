@@ -12,7 +12,9 @@ import pytest
 
 from tuneloop.errors import InputError
 from tuneloop.records import read_jsonl, read_record
-from tuneloop.train import Lineage, TrainSettings, merge, train
+from tuneloop.train.checkpoint import Lineage, merge
+from tuneloop.train.run import train
+from tuneloop.train.settings import TrainSettings
 from tuneloop.train.strategy import check_strategy, installed, strategy_args
 
 TINY = TrainSettings(method="sft", steps=2, batch_size=2, lora={"r": 4, "alpha": 8})

@@ -27,8 +27,7 @@ from typing import Any
 import pytest
 
 from tuneloop.config import load_config
-from tuneloop.gate.ledger_rounds import rounds
-from tuneloop.gate.ledger_store import connect
+from tuneloop.gate.ledger import open_ledger
 from tuneloop.loop.layout import ledger_path
 from tuneloop.view.bundle import write_bundle
 from tuneloop.view.history import DECISION_TEXT, gather
@@ -141,13 +140,8 @@ def test_the_served_app(browser: Any, served: str) -> None:  # noqa: F811
 def test_the_demo_flywheel_as_seen(browser: Any, tmp_path: Path) -> None:  # noqa: F811
     if not DEMO.is_file() or not ledger_path(load_config(DEMO)).is_file():
         pytest.skip(f"no flywheel demo ledger for {DEMO}: run examples/arith/flywheel_demo.py")
-    conn = connect(ledger_path(load_config(DEMO)))
-    try:
-        outcomes = [
-            r["outcomes"][-1]["outcome"] if r["outcomes"] else "running" for r in rounds(conn)
-        ]
-    finally:
-        conn.close()
+    with open_ledger(ledger_path(load_config(DEMO))) as ledger:
+        outcomes = [r.last.outcome if r.last else "running" for r in ledger.rounds()]
     dashboard = gather(resolve(DEMO, None))
     out = tmp_path / "demo-site"
     write_bundle(dashboard, out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tuneloop.gate.ledger_store import connect
+from tuneloop.gate.ledger import open_ledger
 from tuneloop.view.history import gather
 from tuneloop.view.page import inline_markdown, render_dashboard, timeline
 from tuneloop.view.sources import from_ledger, resolve
@@ -52,7 +52,8 @@ def test_inline_markdown_marks_up_only_code_and_bold() -> None:
 
 
 def test_an_empty_ledger_says_so(tmp_path: Path) -> None:
-    connect(tmp_path / "ledger.db").close()  # what the first gate would create
+    with open_ledger(tmp_path / "ledger.db"):  # what the first gate would create
+        pass
     html = render_dashboard(gather(from_ledger(tmp_path / "ledger.db")))
     assert "Nothing in the ledger yet" in html and "No champion in the ledger yet" in html
     assert "No round has a measured Δ yet" in html and "<svg" not in html

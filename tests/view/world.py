@@ -18,15 +18,15 @@ from pathlib import Path
 
 from tuneloop.config import load_config
 from tuneloop.errors import InputError
+from tuneloop.flywheel.paths import FlywheelPaths
 from tuneloop.flywheel.triggers import Observations, TriggerFiring
-from tuneloop.flywheel.watch_round import new_row
-from tuneloop.flywheel.watch_state import (
+from tuneloop.flywheel.watch import (
     AttemptEnd,
     CostEstimate,
     RoundStatus,
     RoundTrigger,
     WatchState,
-    state_path,
+    new_row,
 )
 from tuneloop.loop.round_run import RoundRequest, execute
 from tuneloop.loop.runner import Selection
@@ -86,7 +86,7 @@ def _round(config: Path, round_id: str, overrides: list[str] | None) -> int:
 
 def _watcher(workdir: Path) -> None:
     """The watcher's own record of the four rounds (what `tuneloop watch` would have kept)."""
-    state = WatchState.open(state_path(workdir))
+    state = WatchState.open(FlywheelPaths(workdir).state)
     try:
         now = time.time()
         for i, (round_id, outcome) in enumerate(zip(PSI, DECISIONS, strict=True)):

@@ -4,6 +4,7 @@ Each section is also its phase's settings, and the commands generate their optio
 (`options.settings_options`), so every setting has one definition.
 """
 
+from tuneloop.config.base import ConfigPath, Section
 from tuneloop.config.load import (
     apply_override,
     dump_config,
@@ -14,26 +15,20 @@ from tuneloop.config.load import (
 from tuneloop.config.models import (
     ArchiveConfig,
     BarConfig,
-    CompositeConfig,
-    ConfigPath,
     DataConfig,
     EvalConfig,
     ExternalConfig,
     GateConfig,
-    GrpoConfig,
     LoopConfig,
-    LoraConfig,
-    MergeConfig,
     ReportConfig,
-    Section,
     ServeConfig,
     ServerConfig,
-    SlicingConfig,
     SuiteConfig,
-    TrainConfig,
     VllmConfig,
 )
 from tuneloop.config.reference import config_reference
+from tuneloop.config.slicing import RollingConfig, SlicingConfig, parse_slice_fractions
+from tuneloop.config.train import CompositeConfig, GrpoConfig, LoraConfig, MergeConfig, TrainConfig
 
 __all__ = [
     "ArchiveConfig",
@@ -49,6 +44,7 @@ __all__ = [
     "LoraConfig",
     "MergeConfig",
     "ReportConfig",
+    "RollingConfig",
     "Section",
     "ServeConfig",
     "ServerConfig",
@@ -61,5 +57,6 @@ __all__ = [
     "dump_config",
     "load_config",
     "load_yaml_model",
+    "parse_slice_fractions",
     "read_yaml",
 ]

@@ -6,12 +6,13 @@
       batch_size: 16         # rows per inner step, over all replicas (8 each here)
       diloco: {replicas: 2, inner_steps: 10, outer_lr: 0.5, outer_momentum: 0.5}
 
-Models only, a docstring under each field (as `config.models`); `tuneloop.train.diloco` acts
-on them. `replicas: 0` (the default) leaves DiLoCo off. The outer optimizer is SGD with
-Nesterov momentum, as in the DiLoCo paper (Douillard et al. 2023). Deliberately not the
-paper's lr 0.7 / momentum 0.9, chosen there for H = 500: at H = 10 on the arith demo (200
-steps) it diverged (final loss 1.91 against DDP's 0.57), while lr 0.5 / momentum 0.5 — an
-effective step of about lr / (1 - momentum) = 1, plain averaging's — ended within 0.1% of DDP.
+Models only, a docstring under each field (as `config.models`);
+`tuneloop.train.distributed.diloco` acts on them. `replicas: 0` (the default) leaves DiLoCo
+off. The outer optimizer is SGD with Nesterov momentum, as in the DiLoCo paper (Douillard et
+al. 2023). Deliberately not the paper's lr 0.7 / momentum 0.9, chosen there for H = 500: at
+H = 10 on the arith demo (200 steps) it diverged (final loss 1.91 against DDP's 0.57), while
+lr 0.5 / momentum 0.5 — an effective step of about lr / (1 - momentum) = 1, plain
+averaging's — ended within 0.1% of DDP.
 """
 
 from __future__ import annotations

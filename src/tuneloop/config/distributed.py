@@ -5,10 +5,11 @@
       adapter: lora                  # `none`: full fine-tuning, no adapter
       distributed: {launcher: accelerate, strategy: fsdp, gradient_checkpointing: true}
 
-Models only, a docstring under each field (as `config.models`); `tuneloop.train.launch` and
-`tuneloop.train.strategy` act on them. The process count stays `train.nproc` (one setting,
-read by every launcher and by DiLoCo's refusal of DDP inside a replica). The strategy goes to
-the TRL config (`fsdp`, `deepspeed`), so it means the same under either launcher.
+Models only, a docstring under each field (as `config.models`);
+`tuneloop.train.distributed.launch` and `tuneloop.train.strategy` act on them. The process
+count stays `train.nproc` (one setting, read by every launcher and by DiLoCo's refusal of DDP
+inside a replica). The strategy goes to the TRL config (`fsdp`, `deepspeed`), so it means the
+same under either launcher.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 
 Models only, a docstring under each field (as `config.models`); the flywheel code receives
 plain values unpacked from them. The rolling one-look split of the suite is the suite's own
-setting (`suite.rolling`, `tuneloop.config.rolling`).
+setting (`suite.rolling`, `tuneloop.config.slicing`).
 """
 
 from __future__ import annotations

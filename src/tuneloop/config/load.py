@@ -6,11 +6,22 @@
 `InputError`, each line naming the YAML path (and line, where the key exists in the file) and
 what was expected; unknown keys get "did you mean …". Nothing is written while loading.
 `loop.yaml` (`load_config`) and `corpus.yaml` both load through it.
+
+Schema and semantic errors in one report: a caller that checks more than the schema (the
+preflight of `tuneloop check`: plugin names, slices, paths, cross-section rules) passes it as
+`semantic`. When the schema holds, the caller runs its checks on the config as before. When it
+does not, the semantic checks still run, on a best-effort config: the values that failed are
+dropped (their defaults stand in) and the model validated again, and the semantic errors are
+reported with the schema errors, except those that concern a value that failed (their key, or
+their message, names it: a judgement on a stand-in default would mislead). Deliberately
+limited: when a required key is missing or a whole-model rule fails, there is no best-effort
+config and only the schema errors are reported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import copy
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,8 +29,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from tuneloop.config.models import LoopConfig
-from tuneloop.errors import InputError, read_utf8
-from tuneloop.registry import did_you_mean
+from tuneloop.errors import InputError, did_you_mean, read_utf8
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -31,9 +41,18 @@ _COMPARISONS = (
 )
 
 
-def load_config(path: Path, overrides: list[str] | None = None) -> LoopConfig:
-    """Read, override, resolve and validate a loop.yaml; raise InputError with every error."""
-    return load_yaml_model(path, LoopConfig, "config file", overrides)
+Semantic = Callable[[M], Iterable[tuple[str, str]]]
+"""Checks beyond the schema: a config → its errors as (dotted key, message)."""
+
+
+def load_config(
+    path: Path,
+    overrides: list[str] | None = None,
+    semantic: Semantic[LoopConfig] | None = None,
+) -> LoopConfig:
+    """Read, override, resolve and validate a loop.yaml; raise InputError with every error
+    (with `semantic`'s too when the schema fails; see the module docstring)."""
+    return load_yaml_model(path, LoopConfig, "config file", overrides, semantic)
 
 
 def read_yaml(path: Path, what: str) -> tuple[dict[str, Any], yaml.Node | None]:
@@ -79,7 +98,13 @@ def _duplicate_keys(node: yaml.Node | None) -> Iterator[str]:
             yield from _duplicate_keys(child)
 
 
-def load_yaml_model(path: Path, model: type[M], what: str, overrides: list[str] | None = None) -> M:
+def load_yaml_model(
+    path: Path,
+    model: type[M],
+    what: str,
+    overrides: list[str] | None = None,
+    semantic: Semantic[M] | None = None,
+) -> M:
     """Read a YAML file into `model`; relative `ConfigPath`s resolve against its folder."""
     path = Path(path)
     data, node = read_yaml(path, what)
@@ -89,15 +114,95 @@ def load_yaml_model(path: Path, model: type[M], what: str, overrides: list[str] 
             apply_override(data, item)
         except ValueError as err:
             errors.append(f"override {item!r}: {err}")
+    context = {"base_dir": path.parent.resolve()}
     try:
-        cfg = model.model_validate(data, context={"base_dir": path.parent.resolve()})
+        cfg = model.model_validate(data, context=context)
     except ValidationError as err:
         lines = line_map(node)
         errors.extend(format_error(e, lines, model) for e in err.errors())
+        if semantic is not None:
+            where = locator(lines, overrides)
+            errors.extend(
+                f"{where(key)}: {message}"
+                for key, message in _semantic_errors(model, data, context, semantic)
+            )
         cfg = None
     if errors or cfg is None:
         raise InputError(f"{path}: {len(errors)} error(s)\n  " + "\n  ".join(errors))
     return cfg
+
+
+def locator(lines: dict[tuple[str, ...], int], overrides: list[str] | None) -> Callable[[str], str]:
+    """A dotted key → `key (line n)`, or `key (override)` / `key (default)` where it is not in
+    the file: how every error of a config names its place."""
+    overridden = {item.partition("=")[0] for item in overrides or []}
+
+    def where(key: str) -> str:
+        if key in overridden:
+            return f"{key} (override)"
+        line = lines.get(tuple(key.split(".")))
+        return f"{key} (line {line})" if line else f"{key} (default)"
+
+    return where
+
+
+def _semantic_errors(
+    model: type[M], data: dict[str, Any], context: dict[str, Any], semantic: Semantic[M]
+) -> list[tuple[str, str]]:
+    """`semantic`'s errors on the best-effort config, less those about a failed value."""
+    best, failed = _best_effort(model, data, context)
+    if best is None:
+        return []
+
+    def about_failed(key: str, message: str) -> bool:
+        return any(
+            key == f or key.startswith(f"{f}.") or f.startswith(f"{key}.") or f in message
+            for f in failed
+        )
+
+    return [(k, m) for k, m in semantic(best) if not about_failed(k, m)]
+
+
+def _best_effort(
+    model: type[M], data: dict[str, Any], context: dict[str, Any]
+) -> tuple[M | None, set[str]]:
+    """The model with every value that fails validation dropped (its default stands in), and
+    the dotted keys dropped; None when that cannot validate (a required key is missing)."""
+    data = copy.deepcopy(data)
+    failed: set[str] = set()
+    while True:
+        try:
+            return model.model_validate(data, context=context), failed
+        except ValidationError as err:
+            if any(e["type"] == "missing" for e in err.errors()):
+                return None, failed
+            paths = {_value_path(data, e["loc"]) for e in err.errors()} - {()}
+            if not paths:  # a whole-model rule: nothing to drop
+                return None, failed
+            for path in sorted(paths, key=len):
+                if not any(path[: len(p)] == p for p in paths if len(p) < len(path)):
+                    _drop(data, path)
+                    failed.add(".".join(path))
+
+
+def _value_path(data: dict[str, Any], loc: tuple[Any, ...]) -> tuple[str, ...]:
+    """The mapping keys of `loc` down to the failed value as far as `data` has them (a failed
+    list item: the whole list; a union's branch names: the value itself)."""
+    keys: list[str] = []
+    target: Any = data
+    for part in loc:
+        if not (isinstance(target, dict) and isinstance(part, str) and part in target):
+            break
+        target = target[part]
+        keys.append(part)
+    return tuple(keys)
+
+
+def _drop(data: dict[str, Any], path: tuple[str, ...]) -> None:
+    target = data
+    for part in path[:-1]:
+        target = target[part]
+    del target[path[-1]]
 
 
 def apply_override(data: dict[str, Any], item: str) -> None:

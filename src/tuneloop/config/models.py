@@ -4,29 +4,29 @@ Each section is also its phase's settings: the phase function takes it as is (`E
 `evaluate`'s `EvalSettings`, `TrainConfig` is `train`'s `TrainSettings`, `BarConfig` is the
 gate's `Bar`, `ReportConfig` the report's settings, `ServerConfig` the embedded server's), and
 the commands generate their options from it (`tuneloop.config.options`). So a setting is
-declared once, here (the training and merge sections in `tuneloop.config.train`, imported
-back), with its type, bounds, default and help. Loading (overrides, path resolution, every
-error at once) lives in `tuneloop.config.load`.
+declared once, with its type, bounds, default and help: here, or in the section's own module
+beside this one (`train`, `slicing`, `flywheel`, `replay`, `tracking`, …), which `LoopConfig`
+imports. Every section derives from `config.base.Section`. Loading (overrides, path
+resolution, every error at once) lives in `tuneloop.config.load`.
 
 Adding a setting: declare it in its section with a docstring, then use it in the phase. The
-CLI option, `docs/config.md` (`tuneloop config-reference`) and validation follow.
+CLI option and validation follow; regenerate `docs/config.md` with
+`tuneloop.config.config_reference()` (see `config/reference.py`; `tests/test_config.py`
+fails while it is stale).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from tuneloop.config.base import ConfigPath, Section
 from tuneloop.config.flywheel import FlywheelConfig
 from tuneloop.config.replay import ReplayConfig
-from tuneloop.config.rolling import RollingConfig
+from tuneloop.config.slicing import SlicingConfig
 from tuneloop.config.tracking import TrackingConfig
-from tuneloop.config.train import CompositeConfig as CompositeConfig
-from tuneloop.config.train import GrpoConfig as GrpoConfig
-from tuneloop.config.train import LoraConfig as LoraConfig
 from tuneloop.config.train import MergeConfig, TrainConfig
 
 # ---- serve ---------------------------------------------------------------------------------
@@ -89,9 +89,11 @@ class ExternalConfig(Section):
         return data
 
     def arm_endpoint(self, arm: Literal["pre", "post"]) -> tuple[str | None, str | None]:
-        """(base_url, model) of one arm, the shared base_url filled in."""
+        """(base_url, model) of one arm, the shared base_url filled in (without a trailing
+        slash, so `…/v1/` and `…/v1` are the same endpoint)."""
         section = self.pre if arm == "pre" else self.post
-        return (section.base_url or self.base_url, section.model)
+        url = section.base_url or self.base_url
+        return (url.rstrip("/") if url is not None else None, section.model)
 
     @model_validator(mode="after")
     def _distinct_arms(self) -> ExternalConfig:
@@ -133,7 +135,7 @@ class ServerConfig(Section):
     """Embedded server: most positions (prompt + completion) a request may use; None uses the
     model's `max_position_embeddings`. Larger only for position encodings without a hard limit
     (RoPE), and useful only where the model was trained at those lengths (vLLM's
-    `--max-model-len`; with `backend: vllm`, `serve.vllm.max_model_len` wins)."""
+    `--max-model-len`; with `backend: vllm` it is `serve.vllm.max_model_len` that counts)."""
     max_body_bytes: int = Field(default=1 << 20, gt=0)
     """Embedded server: largest request body in bytes (larger ones get a 413)."""
     max_rows: int = Field(default=1024, gt=0)
@@ -178,44 +180,6 @@ class ServeConfig(ServerConfig):
 
 
 # ---- suite and evaluation ------------------------------------------------------------------
-
-
-class SlicingConfig(Section):
-    """How a suite is scored by default and cut into slices (shared by `suite:` and the CLI)."""
-
-    default_scorer: str = "numeric"
-    """Scorer for items that do not name one."""
-    slices: dict[str, float] = {"dev": 0.5, "gate": 0.5}
-    """Named deterministic slices by id hash, as fractions of the suite that sum to ≤ 1."""
-    stratify_by_tag: bool = False
-    """Draw each slice's fraction within every tag separately."""
-    rolling: RollingConfig | None = None
-    """A one-time split into an `audit` part and one-look gate slices `gate-000`, `gate-001`,
-    … (the flywheel's rounds); None uses only the `slices` fractions."""
-
-    @field_validator("slices", mode="before")
-    @classmethod
-    def _slices_text(cls, value: Any) -> Any:
-        """Also accept `dev=0.5,gate=0.5` (the command-line spelling)."""
-        if not isinstance(value, str):
-            return value
-        from tuneloop.errors import InputError
-        from tuneloop.suite import parse_slice_fractions
-
-        try:
-            return parse_slice_fractions(value, "slices")
-        except InputError as err:
-            raise ValueError(str(err).removeprefix("slices: ")) from None
-
-    @model_validator(mode="after")
-    def _fractions(self) -> SlicingConfig:
-        bad = {k: v for k, v in self.slices.items() if not 0 < v <= 1}
-        if bad:
-            raise ValueError(f"slice fractions must be in (0, 1] (got {bad})")
-        total = sum(self.slices.values())
-        if total > 1 + 1e-9:
-            raise ValueError(f"slice fractions must sum to ≤ 1 (got {total:g})")
-        return self
 
 
 class SuiteConfig(SlicingConfig):

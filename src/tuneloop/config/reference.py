@@ -20,7 +20,7 @@ def config_reference() -> str:
     lines = [
         "# loop.yaml reference",
         "",
-        "Generated from `tuneloop/config/models.py`; do not edit.",
+        "Generated from the section models in `tuneloop/config/`; do not edit.",
         "",
     ]
 

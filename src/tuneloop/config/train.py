@@ -1,5 +1,4 @@
-"""The training and merge sections of `loop.yaml` (`train:`, `merge:`), re-exported by
-`tuneloop.config.models`.
+"""The training and merge sections of `loop.yaml` (`train:`, `merge:`).
 
 `TrainConfig` is `train`'s `TrainSettings`; `LoraConfig`, `GrpoConfig` and `CompositeConfig` are
 its `lora`, `grpo` and `composite` subsections. Same rules as every section: frozen, a

@@ -1,7 +1,8 @@
 """CLI of the data phase: `tuneloop ingest`, `tuneloop corpus build`, `tuneloop corpus stats`.
 
-Thin typer wrappers over `tuneloop.data.ingest.ingest_files`, `tuneloop.data.build_corpus`
-and `tuneloop.data.stats.corpus_stats`; nothing heavy is imported at module level.
+Thin typer wrappers over `tuneloop.data.ingest.ingest_files`,
+`tuneloop.data.corpus.build_corpus` and `tuneloop.data.corpus.corpus_stats`; nothing heavy is
+imported at module level (`tuneloop --help` imports this module).
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Rows, turns, tool calls, length percentiles, sources, share ending with an assistant turn."""
-    from tuneloop.data.stats import corpus_stats
+    from tuneloop.data.corpus import corpus_stats
 
     result = corpus_stats(file, tokenizer)
     if as_json:

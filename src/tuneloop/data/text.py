@@ -20,8 +20,8 @@ _SPACE = re.compile(r"\s+")
 def normalize_text(text: str) -> str:
     """NFKC, lower case, NUL and runs of whitespace → one space, stripped.
 
-    NUL counts as whitespace: it is not text, and the vectorized tokenizer (`fasttok`) uses it
-    as its separator between texts.
+    NUL counts as whitespace: it is not text, and the vectorized tokenizer
+    (`decontam.fasttok`) uses it as its separator between texts.
     """
     text = unicodedata.normalize("NFKC", text.replace("\x00", " ")).lower()
     return _SPACE.sub(" ", text).strip()

@@ -1,4 +1,5 @@
-"""The tool and environment protocols, and their registration.
+"""Registering tools and environments (their protocols, `Tool`, `Environment` and
+`EnvironmentFactory`, are core: `tuneloop.plugins`).
 
 A tool is a pure function registered by name with its JSON schema in the registration:
 
@@ -24,23 +25,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
+from tuneloop.plugins import EnvironmentFactory, Tool
 from tuneloop.registry import environments, tools
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Tool)
+E = TypeVar("E", bound=EnvironmentFactory)
 
 
 class ToolError(Exception):
     """A tool refuses or cannot serve a call; the message is what the model is told."""
-
-
-class Environment(Protocol):
-    def call(self, name: str, arguments: dict[str, Any]) -> str: ...
-
-
-class EnvironmentFactory(Protocol):
-    def __call__(self, item: dict[str, Any]) -> Environment: ...
 
 
 def tool(name: str, *, description: str, parameters: dict[str, Any]) -> Callable[[F], F]:
@@ -49,14 +44,20 @@ def tool(name: str, *, description: str, parameters: dict[str, Any]) -> Callable
     def deco(fn: F) -> F:
         fn.description = description  # type: ignore[attr-defined]
         fn.parameters = parameters  # type: ignore[attr-defined]
-        return tools.register(name)(fn)
+        tools.register(name)(fn)
+        return fn
 
     return deco
 
 
-def environment(name: str) -> Callable[[F], F]:
+def environment(name: str) -> Callable[[E], E]:
     """Decorator: register an environment factory `factory(item) -> Environment`."""
-    return environments.register(name)
+
+    def deco(factory: E) -> E:
+        environments.register(name)(factory)
+        return factory
+
+    return deco
 
 
 def tool_schema(name: str) -> dict[str, Any]:

@@ -16,7 +16,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tuneloop.envs.base import Environment, ToolError
+from tuneloop.envs.base import ToolError
+from tuneloop.plugins import Environment
 from tuneloop.samplelog import ToolCall
 
 ERROR_KEY = "error"

@@ -1,8 +1,8 @@
 """Tools in a chat template: the messages and tool list to render, for any template.
 
-Pure (no torch). Shared by the embedded server (`serve/tools.py`, which also parses calls back
-out) and by training (`train/sft.py` renders agent trajectories the way the server renders
-requests, so a model is trained on the same text it is served with).
+Pure (no torch). Shared by the embedded server (`serve/embedded/tools.py`, which also parses
+calls back out) and by training (`train/methods/sft.py` renders agent trajectories the way the
+server renders requests, so a model is trained on the same text it is served with).
 
 `prepare_messages(messages, tools, native)`: when the template handles tools itself (`native`,
 `template_handles_tools`: its source mentions `tools`), messages and tools go through unchanged,

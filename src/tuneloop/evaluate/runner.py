@@ -86,8 +86,7 @@ from tuneloop.samplelog import (
     SamplingParams,
 )
 from tuneloop.scorers.resolve import ScorerResolver
-from tuneloop.suite import SuiteItem, load_suite
-from tuneloop.suite_rolling import resolve_slice
+from tuneloop.suite import SuiteItem, load_suite, resolve_slice
 
 T = TypeVar("T")
 

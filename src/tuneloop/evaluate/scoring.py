@@ -14,8 +14,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from tuneloop.plugins import Score
 from tuneloop.samplelog import AgentTrace
-from tuneloop.scorers import Score
 from tuneloop.scorers.agent import score_sample
 from tuneloop.scorers.resolve import ResolvedScorer, ScorerResolver
 

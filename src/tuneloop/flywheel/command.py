@@ -15,52 +15,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from tuneloop.config.flywheel import ApprovalConfig, FlywheelConfig
-from tuneloop.flywheel.status import LastRound
-
-if TYPE_CHECKING:
-    from tuneloop.config import LoopConfig
-    from tuneloop.flywheel.watch_state import Decision, RoundRow, WatchState
-
-
-def last_round(workdir: Path, train_data: Path | None, audit_log: Path | None) -> LastRound | None:
-    """The workdir's current round as status needs it; None before the first run."""
-    from tuneloop.loop.state import load_state
-
-    state = load_state(workdir)
-    if state is None:
-        return None
-    # a redo that started a new round recorded when it replaced the previous one
-    started = state.previous_runs[-1].superseded_at if state.previous_runs else state.created_at
-    corpus = workdir / "data" / "sft.jsonl"
-    return LastRound(
-        run_id=state.run_id,
-        started_at=datetime.fromisoformat(started).timestamp(),
-        training_rows=corpus if corpus.is_file() else train_data,
-        audit_log=audit_log,
-    )
-
-
-def load_flywheel_config(path: Path) -> tuple[LoopConfig, FlywheelConfig]:
-    """loop.yaml and its `flywheel:` section (the defaults when it has none)."""
-    from tuneloop.config import load_config
-
-    cfg = load_config(path)
-    return cfg, cfg.flywheel
-
-
-def open_watch_state(workdir: Path) -> WatchState | None:
-    """The watcher's state of `workdir`, or None when no watcher has run there."""
-    from tuneloop.flywheel.watch_state import WatchState, state_path
-
-    path = state_path(workdir)
-    return WatchState.open(path, create=False) if path.is_file() else None
+from tuneloop.config.flywheel import ApprovalConfig
+from tuneloop.flywheel.render import render_status
+from tuneloop.flywheel.status import gather_status, iso
+from tuneloop.flywheel.watch import (
+    Decision,
+    RoundRow,
+    last_round,
+    last_round_of,
+    open_watch_state,
+)
 
 
 def status(
@@ -73,13 +42,12 @@ def status(
 ) -> None:
     """Show the champion, new labels, drift, audit accuracy, which triggers would fire, and
     the watcher's pacing, rounds and decisions."""
-    from tuneloop.flywheel.render import render_status
-    from tuneloop.flywheel.status import gather_status
-    from tuneloop.flywheel.watch_look import last_round_of
+    from tuneloop.config import load_config
     from tuneloop.loop.layout import ledger_path
     from tuneloop.suite import load_suite
 
-    cfg, flywheel = load_flywheel_config(config)
+    cfg = load_config(config)
+    flywheel = cfg.flywheel
     suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
     before = last_round(cfg.workdir, cfg.train.data, None)
     state = open_watch_state(cfg.workdir)
@@ -110,7 +78,6 @@ def render_watch(
     approval: ApprovalConfig, rounds: list[RoundRow], decisions: list[Decision]
 ) -> str:
     """Approvals, recent rounds and decisions, in `render_status`'s layout."""
-    from tuneloop.flywheel.watch_state import iso
 
     def line(label: str, text: str) -> str:
         return f"{label:<10} {text}"

@@ -11,7 +11,7 @@ A traffic log is JSON lines of two kinds, in `traffic.jsonl` and its rotations
     {"type": "feedback", "completion_id": "chatcmpl-…", "verdict": "up" | "down",
      "correction": "…" | null, "score": 0.5 | null, "timestamp": "2026-12-01T12:01:40Z"}
 
-A timestamp is ISO 8601 (as `serve.traffic_log` writes it; no zone means UTC) or unix
+A timestamp is ISO 8601 (as `serve.traffic.log` writes it; no zone means UTC) or unix
 seconds; a streamed response (a list of `chat.completion.chunk` objects) takes its id from
 the first chunk.
 

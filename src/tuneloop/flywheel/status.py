@@ -128,12 +128,12 @@ def current_champion(ledger_path: Path | None) -> ChampionStatus | None:
         return None
     last = history[-1]
     return ChampionStatus(
-        version=last["version"],
-        summary=describe(last["descriptor"]),
-        since=last["promoted_at"],
-        via=last["via"],
-        run_id=last["run_id"],
-        descriptor=last["descriptor"],
+        version=last.version,
+        summary=describe(last.descriptor),
+        since=last.promoted_at,
+        via=last.via,
+        run_id=last.run_id,
+        descriptor=last.descriptor,
     )
 
 

@@ -3,9 +3,11 @@
 Run it as `tuneloop gate --champion LOG --challenger LOG --slice gate --suite suite.jsonl
 [--bar bar.yaml] [--ledger ledger.db]` (exit 0 promote, 1 reject or awaiting
 approval, 2 input error), or from the loop via `adjudicate`. The rule itself is the pure function
-`tuneloop.gate.rule.decide`; its module docstring states it precisely. The ledger (SQLite)
-refuses a second look at a consumed slice and keeps champion versions, verdicts and approvals;
-`EXPERIMENT-LOG.md` beside it gets one Markdown entry per round.
+`tuneloop.gate.rule.decide`; its module docstring states it precisely. The ledger
+(`tuneloop.gate.ledger`: SQLite, opened with `open_ledger`, read as typed rows) refuses a second
+look at a consumed slice and keeps sealed bars, champion versions, verdicts, approvals and the
+flywheel's rounds; `EXPERIMENT-LOG.md` beside it (`gate.explog`) gets one Markdown entry per
+round.
 """
 
 from __future__ import annotations

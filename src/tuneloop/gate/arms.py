@@ -5,8 +5,9 @@ the same sampling budget (samples per item, temperature, top_p, max_tokens, seed
 must have evaluated every item of the slice. Any difference is refused with an `InputError`
 that names it. Items outside the slice are ignored (a log may cover the whole suite).
 (item, sample) keys the log lacks, and rows that are missing or a harness error, count as
-unscored: score 0 in the statistics and in the arm's missing fraction (DESIGN: infrastructure
-failure is never a model outcome, and what is still missing counts against the arm).
+unscored: score 0 in the statistics and in the arm's missing fraction (docs/design.md:
+infrastructure failure is never a model outcome, and what is still missing counts against the
+arm).
 """
 
 from __future__ import annotations

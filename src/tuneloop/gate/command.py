@@ -5,6 +5,7 @@
     tuneloop champion [--ledger ledger.db] [--json]
     tuneloop approve RUN [--ledger ledger.db]
     tuneloop ledger reset LEDGER --reason "..."  [--who NAME]
+    tuneloop ledger consumed LEDGER
 
 Exit status of `gate` (the table in `tuneloop.errors`): 0 promote, 1 reject or awaiting
 approval (the rule said promote but `--require-approval` is set: not 0, so that
@@ -69,8 +70,7 @@ def gate(
     from tuneloop.gate.verdict import adjudicate
     from tuneloop.records import read_record
     from tuneloop.samplelog import SUMMARY_FILE, EvalSummary
-    from tuneloop.suite import load_suite
-    from tuneloop.suite_rolling import resolve_slice
+    from tuneloop.suite import load_suite, resolve_slice
 
     the_suite = load_suite(suite, slicing.default_scorer)
     for log in (champion, challenger):
@@ -143,9 +143,8 @@ def champion(
 
     history = champion_history(ledger)
     if as_json:
-        typer.echo(
-            json.dumps({"current": history[-1] if history else None, "history": history}, indent=2)
-        )
+        rows = [h.to_json() for h in history]
+        typer.echo(json.dumps({"current": rows[-1] if rows else None, "history": rows}, indent=2))
         return
     if not history:
         typer.echo(f"no champion recorded in {ledger} yet")
@@ -155,16 +154,10 @@ def champion(
 
     table = Table("version", "since", "via", "run", "champion", title=f"champions — {ledger}")
     for h in history:
-        table.add_row(
-            str(h["version"]),
-            h["promoted_at"],
-            h["via"],
-            h["run_id"] or "",
-            describe(h["descriptor"]),
-        )
+        table.add_row(str(h.version), h.promoted_at, h.via, h.run_id or "", describe(h.descriptor))
     console = Console()
     console.print(table)
-    console.print(f"current: v{history[-1]['version']} — {describe(history[-1]['descriptor'])}")
+    console.print(f"current: v{history[-1].version} — {describe(history[-1].descriptor)}")
 
 
 def approve(
@@ -203,15 +196,12 @@ def consumed(
     ledger: Annotated[Path, typer.Argument(help="The ledger file (gate.ledger).")],
 ) -> None:
     """How many items each suite revision has had looked at since the last reset."""
-    from tuneloop.gate import ledger as store
+    from tuneloop.gate.ledger import open_ledger
 
     if not ledger.exists():
         raise InputError(f"{ledger}: no ledger here; the loop's gate phase creates it")
-    conn = store.connect(ledger)
-    try:
-        rows = store.consumed_summary(conn)
-    finally:
-        conn.close()
+    with open_ledger(ledger) as db:
+        rows = db.consumed_summary()
     if not rows:
         typer.echo(f"no items consumed in {ledger} since its last reset")
     for revision, n_items, n_runs in rows:

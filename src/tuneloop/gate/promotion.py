@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.errors import InputError
-from tuneloop.gate import explog, ledger
 from tuneloop.gate.champion import parse_descriptor
+from tuneloop.gate.explog import append_entry, approval_entry, log_path, promotion_entry
+from tuneloop.gate.ledger import Champion, open_ledger
 from tuneloop.gate.verdict import GateVerdict, now
 from tuneloop.records import Record
 
@@ -47,22 +48,16 @@ class Promotion(Record):
 def promote(ledger_path: Path, verdict: GateVerdict, descriptor: dict[str, Any]) -> Promotion:
     """Name the challenger champion (decision promote) now that it is in its final place."""
     data = parse_descriptor(descriptor, "challenger descriptor").model_dump(mode="json")
-    conn = ledger.connect(Path(ledger_path))
     at = now()
     version: int | None = None
-    try:
-        with ledger.transaction(conn):
-            ledger.add_promotable(conn, verdict.run_id, data, at)
-            if verdict.decision == "promote":
-                found = ledger.champion_of_run(conn, verdict.run_id)
-                version = found["version"] if found else None
-                if version is None:
-                    version = ledger.add_champion(
-                        conn, data, run_id=verdict.run_id, at=at, via="gate"
-                    )
-                    _log_promotion(ledger_path, verdict.run_id, at, version, data)
-    finally:
-        conn.close()
+    with open_ledger(ledger_path) as ledger, ledger.transaction():
+        ledger.add_promotable(verdict.run_id, data, at)
+        if verdict.decision == "promote":
+            found = ledger.champion_of_run(verdict.run_id)
+            version = found.version if found else None
+            if version is None:
+                version = ledger.add_champion(data, run_id=verdict.run_id, at=at, via="gate")
+                _log_promotion(ledger_path, verdict.run_id, at, version, data)
     return Promotion(
         run_id=verdict.run_id,
         decision=verdict.decision,
@@ -75,10 +70,10 @@ def promote(ledger_path: Path, verdict: GateVerdict, descriptor: dict[str, Any])
 def _log_promotion(
     ledger_path: Path, run_id: str, at: str, version: int, descriptor: dict[str, Any]
 ) -> None:
-    explog.append_entry(
-        explog.log_path(ledger_path),
+    append_entry(
+        log_path(ledger_path),
         f"promotion {run_id}",
-        explog.promotion_entry(run_id, at, version, descriptor),
+        promotion_entry(run_id, at, version, descriptor),
     )
 
 
@@ -102,15 +97,11 @@ def reset_one_look(ledger_path: Path, who: str, reason: str) -> str:
         raise InputError("a reset needs a reason (--reason): it goes into the experiment log")
     if not ledger_path.exists():
         raise InputError(f"{ledger_path}: no ledger here; nothing to reset")
-    conn = ledger.connect(ledger_path)
     at = now()
-    try:
-        with ledger.transaction(conn):
-            ledger.add_reset(conn, at, who, reason)
-    finally:
-        conn.close()
-    explog.append_entry(
-        explog.log_path(ledger_path),
+    with open_ledger(ledger_path) as ledger, ledger.transaction():
+        ledger.add_reset(at, who, reason)
+    append_entry(
+        log_path(ledger_path),
         f"reset {at}",
         f"## {at} — one-look history reset by {who}\n\n- Reason: {reason}\n"
         "- Verdicts, champions and consumed items before this point stay in the ledger.\n",
@@ -123,38 +114,34 @@ def approve(run_id: str, ledger_path: Path) -> int:
     ledger_path = Path(ledger_path)
     if not ledger_path.exists():
         raise InputError(f"{ledger_path}: no ledger here; `tuneloop gate` creates it")
-    conn = ledger.connect(ledger_path)
-    try:
-        with ledger.transaction(conn):
-            stored = ledger.verdict(conn, run_id)
-            if stored is None:
-                raise InputError(f"{ledger_path}: no verdict for run {run_id!r}")
-            if stored["decision"] != "awaiting_approval":
-                raise InputError(
-                    f"run {run_id!r} has decision {stored['decision']!r}; only an "
-                    "'awaiting_approval' verdict can be approved"
-                )
-            done = ledger.approval(conn, run_id)
-            if done is not None:
-                raise InputError(
-                    f"run {run_id!r} was already approved at {done['approved_at']} "
-                    f"(champion v{done['champion_version']})"
-                )
-            at = now()
-            descriptor = ledger.promotable(conn, run_id)
-            if descriptor is None:
-                raise InputError(
-                    f"run {run_id!r} has not put its challenger in its final place yet; "
-                    "finish its run (`tuneloop run CONFIG`: archive and promote) first"
-                )
-            version = ledger.add_champion(conn, descriptor, run_id=run_id, at=at, via="approval")
-            ledger.add_approval(conn, run_id, at, version)
-    finally:
-        conn.close()
-    explog.append_entry(
-        explog.log_path(ledger_path),
+    with open_ledger(ledger_path) as ledger, ledger.transaction():
+        stored = ledger.verdict(run_id)
+        if stored is None:
+            raise InputError(f"{ledger_path}: no verdict for run {run_id!r}")
+        if stored.decision != "awaiting_approval":
+            raise InputError(
+                f"run {run_id!r} has decision {stored.decision!r}; only an "
+                "'awaiting_approval' verdict can be approved"
+            )
+        done = ledger.approval(run_id)
+        if done is not None:
+            raise InputError(
+                f"run {run_id!r} was already approved at {done.approved_at} "
+                f"(champion v{done.champion_version})"
+            )
+        at = now()
+        final = ledger.promotable(run_id)
+        if final is None:
+            raise InputError(
+                f"run {run_id!r} has not put its challenger in its final place yet; "
+                "finish its run (`tuneloop run CONFIG`: archive and promote) first"
+            )
+        version = ledger.add_champion(final.descriptor, run_id=run_id, at=at, via="approval")
+        ledger.add_approval(run_id, at, version)
+    append_entry(
+        log_path(ledger_path),
         f"approval {run_id}",
-        explog.approval_entry(run_id, at, version, descriptor),
+        approval_entry(run_id, at, version, final.descriptor),
     )
     return version
 
@@ -162,21 +149,14 @@ def approve(run_id: str, ledger_path: Path) -> int:
 def register_champion(ledger_path: Path, descriptor: dict[str, Any], run_id: str | None) -> int:
     """Record a champion that did not pass through the gate (e.g. the base model)."""
     data = parse_descriptor(descriptor, "champion descriptor").model_dump(mode="json")
-    conn = ledger.connect(Path(ledger_path))
-    try:
-        with ledger.transaction(conn):
-            return ledger.add_champion(conn, data, run_id=run_id, at=now(), via="registered")
-    finally:
-        conn.close()
+    with open_ledger(ledger_path) as ledger, ledger.transaction():
+        return ledger.add_champion(data, run_id=run_id, at=now(), via="registered")
 
 
-def champion_history(ledger_path: Path) -> list[dict[str, Any]]:
+def champion_history(ledger_path: Path) -> list[Champion]:
     """Every champion version, oldest first (empty if the ledger does not exist)."""
     ledger_path = Path(ledger_path)
     if not ledger_path.exists():
         return []
-    conn = ledger.connect(ledger_path)
-    try:
-        return ledger.champions(conn)
-    finally:
-        conn.close()
+    with open_ledger(ledger_path) as ledger:
+        return ledger.champions()

@@ -17,42 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuneloop.errors import InputError
-from tuneloop.gate import ledger
 from tuneloop.gate.bar import Bar
-from tuneloop.records import Record, canonical_json, sha256_bytes
+from tuneloop.gate.ledger import Ledger, SealedBar, open_ledger
+from tuneloop.gate.verdict_record import items_sha256
 
 SEAL_FILE = "sealed_bar.json"
-
-
-class SealedBar(Record):
-    """The pre-registered bar of one round, as stored before its post evaluation began."""
-
-    KIND = "sealed_bar"
-    VERSION = 1
-
-    seal_id: str
-    """The round (run id) the bar was sealed for."""
-    bar: dict[str, object]
-    """The bar's fields."""
-    bar_sha256: str
-    """Hash of the bar's canonical JSON."""
-    slice: str
-    """The gate slice's name."""
-    items_sha256: str
-    """Hash of the slice's sorted item ids."""
-    n_items: int
-    """Items on the slice."""
-    sealed_at: str
-    """ISO-8601 UTC time the seal was written (before the post evaluation started)."""
-
-    def seal_sha256(self) -> str:
-        """Hash of what was pre-registered: bar, slice and items (not the time)."""
-        what = {"bar": self.bar_sha256, "slice": self.slice, "items": self.items_sha256}
-        return sha256_bytes(canonical_json(what).encode())
-
-
-def items_sha256(item_ids: list[str]) -> str:
-    return sha256_bytes(canonical_json(sorted(item_ids)).encode())
 
 
 def seal_bar(
@@ -68,16 +37,11 @@ def seal_bar(
         n_items=len(item_ids),
         sealed_at=at,
     )
-    conn = ledger.connect(ledger_path)
-    try:
-        with ledger.transaction(conn):
-            stored = ledger.sealed(conn, seal_id)
-            if stored is None:
-                ledger.seal(conn, seal_id, record.to_json(), at)
-                return record
-    finally:
-        conn.close()
-    previous = SealedBar.model_validate({**stored, "schema": SealedBar.schema_id()})
+    with open_ledger(ledger_path) as ledger, ledger.transaction():
+        previous = ledger.sealed(seal_id)
+        if previous is None:
+            ledger.seal(record)
+            return record
     if previous.seal_sha256() != record.seal_sha256():
         raise InputError(
             f"the bar of round {seal_id!r} was sealed at {previous.sealed_at} "
@@ -90,17 +54,13 @@ def seal_bar(
 
 
 def check_seal(
-    sealed: SealedBar, bar: Bar, slice_name: str, item_ids: list[str], ledger_path: Path
+    sealed: SealedBar, bar: Bar, slice_name: str, item_ids: list[str], ledger: Ledger
 ) -> None:
     """Refuse to judge against anything but the sealed bar, slice and items."""
-    conn = ledger.connect(ledger_path)
-    try:
-        stored = ledger.sealed(conn, sealed.seal_id)
-    finally:
-        conn.close()
-    if stored is None or stored.get("bar_sha256") != sealed.bar_sha256:
+    stored = ledger.sealed(sealed.seal_id)
+    if stored is None or stored.bar_sha256 != sealed.bar_sha256:
         raise InputError(
-            f"the sealed bar of round {sealed.seal_id!r} is not in {ledger_path}; the post "
+            f"the sealed bar of round {sealed.seal_id!r} is not in {ledger.path}; the post "
             "evaluation was not pre-registered in this ledger — redo it with "
             "`tuneloop run CONFIG --from eval_post`"
         )

@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.errors import InputError
-from tuneloop.gate import explog, ledger
 from tuneloop.gate.arms import Arm, load_arms
 from tuneloop.gate.bar import Bar
 from tuneloop.gate.champion import parse_descriptor
+from tuneloop.gate.explog import append_entry, log_path, verdict_entry
+from tuneloop.gate.ledger import Champion, Consumption, Ledger, SealedBar, open_ledger
 from tuneloop.gate.rule import Decision, decide, item_scores
-from tuneloop.gate.seal import SealedBar, check_seal
+from tuneloop.gate.seal import check_seal
 from tuneloop.gate.verdict_record import (
     ArmSummary,
     ConditionResult,
@@ -43,7 +44,7 @@ from tuneloop.gate.verdict_record import (
     SliceReuse,
     make_evidence,
 )
-from tuneloop.records import parse_record, write_record
+from tuneloop.records import write_record
 
 VERDICT_FILE = "verdict.json"
 
@@ -88,19 +89,18 @@ def adjudicate(
         item_ids,
         champ.summary.suite_revision,
     )
-    conn = ledger.connect(ledger_path)
-    try:
-        stored = _stored_verdict(conn, evidence, run_id, ledger_path)
+    with open_ledger(ledger_path) as ledger:
+        stored = _stored_verdict(ledger, evidence, run_id)
         if stored is not None:
             _write_outputs(stored, ledger_path, out_dir)
             return stored
         if sealed is not None:
-            check_seal(sealed, bar, slice_name, item_ids, ledger_path)
-        previous = _check_items(conn, slice_name, evidence, item_ids, allow_slice_reuse)
+            check_seal(sealed, bar, slice_name, item_ids, ledger)
+        previous = _check_items(ledger, slice_name, evidence, item_ids, allow_slice_reuse)
         decision = _decide(champ, chall, bar, seed)
-        with ledger.transaction(conn):
+        with ledger.transaction():
             # Re-check inside the write lock: another process may have looked meanwhile.
-            previous = _check_items(conn, slice_name, evidence, item_ids, allow_slice_reuse)
+            previous = _check_items(ledger, slice_name, evidence, item_ids, allow_slice_reuse)
             verdict = _verdict(
                 decision,
                 champ,
@@ -113,7 +113,7 @@ def adjudicate(
                 descriptor=descriptor,
                 previous=previous,
                 seed=seed,
-                champion=ledger.current_champion(conn),
+                champion=ledger.current_champion(),
             )
             verdict.bar_registered_at = bar_registered_at
             verdict.warnings = preregistration_warnings(
@@ -122,29 +122,25 @@ def adjudicate(
             verdict.evidence, verdict.evidence_sha256 = evidence, evidence.sha256()
             verdict.item_ids = sorted(item_ids)
             verdict.sealed_at = sealed.sealed_at if sealed else None
-            _record(conn, verdict, bool(previous), promote)
-    finally:
-        conn.close()
+            _record(ledger, verdict, bool(previous), promote)
     _write_outputs(verdict, ledger_path, out_dir)
     return verdict
 
 
-def _stored_verdict(
-    conn: Any, evidence: Evidence, run_id: str, ledger_path: Path
-) -> GateVerdict | None:
+def _stored_verdict(ledger: Ledger, evidence: Evidence, run_id: str) -> GateVerdict | None:
     """The verdict that judged exactly this evidence (a resumed round), or None.
 
     A run id that already has a verdict on other evidence is refused: a verdict belongs to
     what it judged, and a changed run is a new round with a new run id.
     """
-    stored = ledger.verdict_for_evidence(conn, evidence.sha256())
+    stored = ledger.verdict_for_evidence(evidence.sha256())
     if stored is not None:
-        return parse_record(stored, GateVerdict, f"{ledger_path} (run {stored['run_id']})")
-    other = ledger.verdict(conn, run_id)
+        return stored
+    other = ledger.verdict(run_id)
     if other is not None:
         raise InputError(
-            f"run {run_id!r} already has a verdict in {ledger_path} (decided "
-            f"{other['decided_at']}: {other['decision']}) on other evidence — other logs, "
+            f"run {run_id!r} already has a verdict in {ledger.path} (decided "
+            f"{other.decided_at}: {other.decision}) on other evidence — other logs, "
             "models, bar or items. A verdict is never reused for evidence it did not judge: "
             "a changed run is a new round (`tuneloop run` starts one) with a new run id"
         )
@@ -181,12 +177,12 @@ def _descriptor(given: dict[str, Any] | None, chall: Arm, run_id: str) -> dict[s
 
 
 def _check_items(
-    conn: Any, slice_name: str, evidence: Evidence, item_ids: list[str], allow: bool
-) -> list[ledger.Consumption]:
+    ledger: Ledger, slice_name: str, evidence: Evidence, item_ids: list[str], allow: bool
+) -> list[Consumption]:
     """Refuse when any item was looked at before (since the last reset), unless allowed."""
     revision = evidence.suite_revision
-    seen = ledger.consumed_items(conn, revision, item_ids)
-    previous = ledger.consumptions(conn, slice_name, revision, evidence.items_sha256)
+    seen = ledger.consumed_items(revision, item_ids)
+    previous = ledger.consumptions(slice_name, revision, evidence.items_sha256)
     if seen and not allow:
         runs = sorted({run for run, _ in seen.values()})
         first_at = min(at for _, at in seen.values())
@@ -200,7 +196,7 @@ def _check_items(
     if seen and not previous:
         # reuse of individual items under another slice: still record who looked before
         previous = [
-            ledger.Consumption(slice_name, revision, "", len(seen), run, at, True)
+            Consumption(slice_name, revision, "", len(seen), run, at, True)
             for run, at in sorted(set(seen.values()))
         ]
     return previous
@@ -244,9 +240,9 @@ def _verdict(
     run_id: str,
     require_approval: bool,
     descriptor: dict[str, Any],
-    previous: list[ledger.Consumption],
+    previous: list[Consumption],
     seed: int,
-    champion: dict[str, Any] | None,
+    champion: Champion | None,
 ) -> GateVerdict:
     outcome: Outcome = "reject"
     if decision.promote:
@@ -272,19 +268,18 @@ def _verdict(
         sampling=champ.summary.sampling.model_dump(mode="json"),
         champion=_arm(champ, decision.stats["champion_mean"]),
         challenger=_arm(chall, decision.stats["challenger_mean"]),
-        champion_version=champion["version"] if champion else None,
+        champion_version=champion.version if champion else None,
         challenger_descriptor=descriptor,
         slice_reuse=reuse,
         seed=seed,
     )
 
 
-def _record(conn: Any, verdict: GateVerdict, reused: bool, promote: bool) -> None:
+def _record(ledger: Ledger, verdict: GateVerdict, reused: bool, promote: bool) -> None:
     """Consumption (slice and items), verdict and, if asked, the new champion — inside the
     caller's transaction."""
     ledger.consume(
-        conn,
-        ledger.Consumption(
+        Consumption(
             verdict.slice,
             verdict.suite_revision,
             verdict.items_sha256,
@@ -295,28 +290,23 @@ def _record(conn: Any, verdict: GateVerdict, reused: bool, promote: bool) -> Non
         ),
     )
     ledger.consume_items(
-        conn, verdict.suite_revision, verdict.item_ids, verdict.run_id, verdict.decided_at
+        verdict.suite_revision, verdict.item_ids, verdict.run_id, verdict.decided_at
     )
     if promote:
         assert verdict.challenger_descriptor is not None
-        ledger.add_promotable(
-            conn, verdict.run_id, verdict.challenger_descriptor, verdict.decided_at
-        )
+        ledger.add_promotable(verdict.run_id, verdict.challenger_descriptor, verdict.decided_at)
         verdict.promoted = True
         if verdict.decision == "promote":
             verdict.new_champion_version = ledger.add_champion(
-                conn,
                 verdict.challenger_descriptor,
                 run_id=verdict.run_id,
                 at=verdict.decided_at,
                 via="gate",
             )
-    ledger.add_verdict(conn, verdict.to_json())
+    ledger.add_verdict(verdict)
 
 
 def _write_outputs(verdict: GateVerdict, ledger_path: Path, out_dir: Path) -> None:
     write_record(Path(out_dir) / VERDICT_FILE, verdict)
     data = verdict.to_json()
-    explog.append_entry(
-        explog.log_path(ledger_path), f"verdict {verdict.run_id}", explog.verdict_entry(data)
-    )
+    append_entry(log_path(ledger_path), f"verdict {verdict.run_id}", verdict_entry(data))

@@ -1,7 +1,8 @@
 """The gate's verdict record and the evidence it binds (read typed wherever it is used).
 
 A verdict is reused only for exactly its `Evidence`: both logs' bytes, both models, the bar,
-the slice's items and the suite revision. `log_sha256` is how a sample log enters it.
+the slice's items and the suite revision. `log_sha256` is how a sample log enters it,
+`items_sha256` how the slice's items do.
 """
 
 from __future__ import annotations
@@ -137,6 +138,11 @@ class GateVerdict(Record):
     promotion is a later step, recorded in `promote/promotion.json` and the ledger."""
 
 
+def items_sha256(item_ids: list[str]) -> str:
+    """Hash of a slice's sorted item ids: the slice's identity in the evidence and the ledger."""
+    return sha256_bytes(canonical_json(sorted(item_ids)).encode())
+
+
 def log_sha256(folder: Path) -> str:
     """Hash of a sample log's evidence files (samples.jsonl, summary.json)."""
     parts = {name: sha256_file(Path(folder) / name) for name in (SAMPLES_FILE, SUMMARY_FILE)}
@@ -151,8 +157,6 @@ def make_evidence(
     suite_revision: str,
 ) -> Evidence:
     """The evidence of a (champion log, challenger log) pair judged against `bar` on items."""
-    from tuneloop.gate.seal import items_sha256
-
     return Evidence(
         champion_log_sha256=log_sha256(logs[0]),
         challenger_log_sha256=log_sha256(logs[1]),

@@ -1,21 +1,34 @@
 """Phase adapters: unpack `LoopConfig` into the plain arguments each phase's library takes.
 
 One `run_<phase>(ctx)` per row of the phase table (`phases.py`). Each works only inside
-`ctx.folder` and reads upstream artifacts from `ctx.upstream`; the hashes the runner already
-computed for its inputs arrive in `ctx.inputs`, so no adapter hashes a model again. Phase
-libraries are imported inside the adapter that needs them, so that `--plan` and `--help`
-never load torch.
+`ctx.folder` and reads upstream artifacts where the run's layout puts them (`ctx.layout`);
+the hashes the runner already computed for its inputs arrive in `ctx.inputs`, so no adapter
+hashes a model again. Phase libraries are imported inside the adapter that needs them, so
+that `--plan` and `--help` never load torch.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from tuneloop.config import LoopConfig, TrainConfig
 from tuneloop.errors import PhaseFailed
+from tuneloop.loop.context import MERGED, PhaseContext, model_identity
+from tuneloop.loop.corpus_data import (
+    composite_pairs,
+    corpus_file,
+    corpus_output,
+    decontaminate_replay,
+    decontaminated_pairs,
+    decontaminated_train_data,
+    earlier_call_logs,
+    loop_suites,
+    output_phase,
+    replay_traces,
+)
+from tuneloop.loop.handover import archive_recipe, capstone_inputs, not_archived, recorded_hash
 from tuneloop.loop.integrity import (
     check_verdict_matches,
     gate_bar,
@@ -24,39 +37,27 @@ from tuneloop.loop.integrity import (
     round_models,
     seal_round,
 )
-from tuneloop.loop.layout import archive_dir, ledger_path, slice_ids
+from tuneloop.loop.layout import (
+    ADAPTER,
+    CAPSTONE_FILE,
+    DOCTOR_FILE,
+    MODEL,
+    RunLayout,
+    archive_dir,
+    ledger_path,
+    slice_ids,
+)
+from tuneloop.loop.state import RunState
 from tuneloop.records import read_record, write_json, write_record
-
-MERGED = "merge:merge/model"
-"""The input key of the merged model (upstream phase `merge`, output `merge/model`)."""
-
-
-@dataclass
-class PhaseContext:
-    """What a phase adapter gets: the config, its folder, upstream folders, the run id."""
-
-    cfg: LoopConfig
-    workdir: Path
-    folder: Path
-    run_id: str
-    upstream: dict[str, Path]
-    log_path: Path
-    inputs: dict[str, str] = field(default_factory=dict)
-    """Input name → sha256, as hashed into the phase's fingerprint."""
-    notes: dict[str, Any] = field(default_factory=dict)
-
-
-def model_identity(model_dir: Path, digest: str) -> str:
-    return f"{model_dir.name}@sha256:{digest[:16]}"
 
 
 def _decoding_contract(cfg: LoopConfig) -> Any:
-    """The one `serve.Decoding` both arms are served under, from the base checkpoint; None for
-    an external endpoint, whose owner decides how it decodes."""
+    """The one `endpoint.Decoding` both arms are served under, from the base checkpoint; None
+    for an external endpoint, whose owner decides how it decodes."""
     if cfg.serve.backend == "external":
         return None
-    from tuneloop.serve import Decoding
-    from tuneloop.train.decoding import read_decoding
+    from tuneloop.endpoint import Decoding
+    from tuneloop.train.checkpoint import read_decoding
 
     meta = read_decoding(cfg.base)
     return Decoding(meta.stop_token_ids, meta.generation_config)
@@ -69,20 +70,12 @@ def _evaluate_model(
 
     from tuneloop.evaluate import evaluate
     from tuneloop.samplelog import SUMMARY_FILE, ServedAs
-    from tuneloop.serve import serving
+    from tuneloop.serving import serving
 
     cfg = ctx.cfg
     decoding = _decoding_contract(cfg)
     with serving(
-        model_dir,
-        cfg.serve.backend,
-        host=cfg.serve.host,
-        port=cfg.serve.port,
-        startup_timeout_s=cfg.serve.startup_timeout_s,
-        log_path=ctx.folder / "server.log",
-        options=cfg.serve.model_dump(mode="json"),
-        arm=arm,
-        decoding=decoding,
+        model_dir, cfg.serve, log_path=ctx.folder / "server.log", arm=arm, decoding=decoding
     ) as endpoint:
         server_pid = endpoint.pid
         if decoding is not None and not endpoint.decoding_applied:
@@ -124,37 +117,27 @@ def run_eval_pre(ctx: PhaseContext) -> None:
 
 def run_eval_post(ctx: PhaseContext) -> None:
     seal_round(ctx)  # the bar is fixed before the challenger has a single number
-    _evaluate_model(ctx, ctx.upstream["merge"] / "model", ctx.inputs[MERGED], "post")
+    _evaluate_model(ctx, ctx.layout.merged_model, ctx.inputs[MERGED], "post")
 
 
 def run_data(ctx: PhaseContext) -> None:
-    from tuneloop.data import build_corpus
-    from tuneloop.loop.corpus_data import corpus_file, corpus_output, loop_suites, output_phase
+    from tuneloop.data.corpus import build_corpus
 
     assert ctx.cfg.data.corpus is not None
     result = build_corpus(ctx.cfg.data.corpus, ctx.folder, extra_suites=loop_suites(ctx.cfg))
     ctx.notes["counts"] = result.counts
-    if result.sft_path != ctx.folder / "sft.jsonl":
+    if result.sft_path != ctx.layout.corpus_rows:
         raise PhaseFailed(f"corpus build wrote {result.sft_path}, expected sft.jsonl")
     if ctx.cfg.train.data is None and output_phase(corpus_output(ctx.cfg)) == "data":
         corpus_file(ctx.cfg, ctx.folder)  # the output training reads: there, and not empty
 
 
 def run_replay(ctx: PhaseContext) -> None:
-    from tuneloop.loop.corpus_data import (
-        composite_pairs,
-        corpus_file,
-        corpus_output,
-        decontaminate_replay,
-        earlier_call_logs,
-        output_phase,
-        replay_traces,
-    )
     from tuneloop.replay import replay
 
     cfg = ctx.cfg
     assert cfg.replay.teachers is not None
-    traces, earlier = replay_traces(cfg, ctx.upstream), earlier_call_logs(ctx.workdir)
+    traces, earlier = replay_traces(cfg, ctx.layout), earlier_call_logs(ctx.workdir)
     result = replay(traces, cfg.replay.teachers, ctx.folder, cfg.replay, earlier=earlier)
     r = result.report
     ctx.notes.update(calls_this_run=r.calls_this_run, calls_reused=r.calls_reused)
@@ -168,7 +151,7 @@ def run_replay(ctx: PhaseContext) -> None:
     # fail here, not after two more phases, when training would read nothing
     if cfg.train.data is None and output_phase(corpus_output(cfg)) == "replay":
         corpus_file(cfg, ctx.folder)
-    pairs = composite_pairs(cfg, ctx.upstream)
+    pairs = composite_pairs(cfg, ctx.layout)
     empty = pairs is not None and pairs.parent == ctx.folder and pairs.stat().st_size == 0
     if cfg.train.method == "composite" and empty:
         raise PhaseFailed(
@@ -178,33 +161,28 @@ def run_replay(ctx: PhaseContext) -> None:
         )
 
 
-def train_data(cfg: LoopConfig, upstream: dict[str, Path]) -> Path:
-    from tuneloop.loop.corpus_data import corpus_file, corpus_output, output_phase
-
+def train_data(cfg: LoopConfig, run: RunLayout) -> Path:
     if cfg.train.data is not None:
         return cfg.train.data
-    return corpus_file(cfg, upstream[output_phase(corpus_output(cfg))])
+    return corpus_file(cfg, run.phase(output_phase(corpus_output(cfg))))
 
 
-def train_settings(cfg: LoopConfig, upstream: dict[str, Path]) -> TrainConfig:
+def train_settings(cfg: LoopConfig, run: RunLayout) -> TrainConfig:
     """`train:` with composite's replay-DPO pairs resolved (the replay phase's by default)."""
-    from tuneloop.loop.corpus_data import composite_pairs
-
     c = cfg.train.composite
-    pairs = composite_pairs(cfg, upstream)
+    pairs = composite_pairs(cfg, run)
     if pairs == c.pairs:
         return cfg.train
     return cfg.train.model_copy(update={"composite": c.model_copy(update={"pairs": pairs})})
 
 
 def run_train(ctx: PhaseContext) -> None:
-    from tuneloop.loop.corpus_data import decontaminated_pairs, decontaminated_train_data
-    from tuneloop.train import train
+    from tuneloop.train.run import train
 
-    data = train_data(ctx.cfg, ctx.upstream)
+    data = train_data(ctx.cfg, ctx.layout)
     if ctx.cfg.train.data is not None:  # the corpus build already decontaminated its output
         data = decontaminated_train_data(ctx.cfg, ctx.folder)
-    settings = train_settings(ctx.cfg, ctx.upstream)
+    settings = train_settings(ctx.cfg, ctx.layout)
     pairs = decontaminated_pairs(ctx.cfg, ctx.folder)  # given pairs; the replay's already are
     if pairs is not None and pairs != settings.composite.pairs:
         composite = settings.composite.model_copy(update={"pairs": pairs})
@@ -212,7 +190,7 @@ def run_train(ctx: PhaseContext) -> None:
     train(
         ctx.cfg.base,
         data,
-        ctx.folder / "adapter",
+        ctx.folder / ADAPTER,
         settings,
         suite_paths=[ctx.cfg.suite.path],
         default_scorer=ctx.cfg.suite.default_scorer,
@@ -220,19 +198,19 @@ def run_train(ctx: PhaseContext) -> None:
 
 
 def run_merge(ctx: PhaseContext) -> None:
-    from tuneloop.train import merge
+    from tuneloop.train.checkpoint import merge
 
-    adapter = None if ctx.cfg.merge.zero_adapter else ctx.upstream["train"] / "adapter"
-    merge(ctx.cfg.base, adapter, ctx.folder / "model", min_change=ctx.cfg.merge.min_change)
+    adapter = None if ctx.cfg.merge.zero_adapter else ctx.layout.adapter
+    merge(ctx.cfg.base, adapter, ctx.folder / MODEL, min_change=ctx.cfg.merge.min_change)
 
 
 def run_doctor(ctx: PhaseContext) -> None:
-    from tuneloop.train.doctor import doctor_arms
+    from tuneloop.train.checkpoint import doctor_arms
 
-    report = doctor_arms(ctx.cfg.base, ctx.upstream["merge"] / "model")
+    report = doctor_arms(ctx.cfg.base, ctx.layout.merged_model)
     cmp = report.comparison
     write_json(
-        ctx.folder / "doctor.json",
+        ctx.folder / DOCTOR_FILE,
         {
             "ok": report.ok,
             "checks": [dataclasses.asdict(c) for c in report.merged.checks],
@@ -267,13 +245,13 @@ def report_item_ids(cfg: LoopConfig, evaluated: list[str]) -> list[str]:
 
 def run_report(ctx: PhaseContext) -> None:
     from tuneloop.report import compare
-    from tuneloop.samplelog import SUMMARY_FILE, EvalSummary
+    from tuneloop.samplelog import EvalSummary
 
-    pre, post = ctx.upstream["eval_pre"], ctx.upstream["eval_post"]
-    evaluated = read_record(pre / SUMMARY_FILE, EvalSummary).item_ids
+    run = ctx.layout
+    evaluated = read_record(run.pre_summary, EvalSummary).item_ids
     compare(
-        pre,
-        post,
+        run.eval_pre,
+        run.eval_post,
         ctx.folder,
         ctx.cfg.report,
         item_ids=report_item_ids(ctx.cfg, evaluated),
@@ -284,13 +262,13 @@ def run_gate(ctx: PhaseContext) -> None:
     from tuneloop.gate import adjudicate
 
     g = ctx.cfg.gate
-    model_dir = ctx.upstream["merge"] / "model"
+    model_dir = ctx.layout.merged_model
     models = round_models(ctx.workdir)
     if models is None or models[1] != ctx.inputs[MERGED]:
         raise PhaseFailed("the round's model hashes are not recorded; redo from eval_pre")
     verdict = adjudicate(
-        ctx.upstream["eval_pre"],
-        ctx.upstream["eval_post"],
+        ctx.layout.eval_pre,
+        ctx.layout.eval_post,
         bar=gate_bar(ctx.cfg),
         slice_name=g.slice,
         item_ids=gate_items(ctx.cfg, ctx.workdir),
@@ -317,25 +295,21 @@ def run_gate(ctx: PhaseContext) -> None:
 
 
 def run_capstone(ctx: PhaseContext) -> None:
-    from tuneloop.loop.handover import capstone_inputs
-    from tuneloop.loop.state import RunState
     from tuneloop.report.capstone import write_capstone
 
     verdict = check_verdict_matches(ctx.workdir) if ctx.cfg.gate.enabled else None
-    state = read_record(ctx.workdir / "state.json", RunState)
-    inputs = capstone_inputs(ctx.cfg, ctx.upstream, state)
-    write_capstone(ctx.folder / "report.md", ctx.cfg, state, inputs, verdict)
+    state = read_record(ctx.layout.state, RunState)
+    inputs = capstone_inputs(ctx.cfg, ctx.layout, state)
+    write_capstone(ctx.folder / CAPSTONE_FILE, ctx.cfg, state, inputs, verdict)
 
 
 def run_archive(ctx: PhaseContext) -> None:
-    from tuneloop.archive import Archived, archive_run
-    from tuneloop.loop.handover import archive_recipe, not_archived, recorded_hash
-    from tuneloop.loop.state import RunState
+    from tuneloop.archive import ARCHIVED_FILE, Archived, archive_run
     from tuneloop.records import sha256_path
 
     # capstone (upstream) has checked that the verdict judged this workdir's logs
     target = archive_dir(ctx.cfg, ctx.run_id)
-    state = read_record(ctx.workdir / "state.json", RunState)
+    state = read_record(ctx.layout.state, RunState)
     base = recorded_hash(state, "eval_pre", "base_model") or sha256_path(ctx.cfg.base)
     manifest = archive_run(
         ctx.workdir,
@@ -346,5 +320,5 @@ def run_archive(ctx: PhaseContext) -> None:
         skip=not_archived(ctx.folder),
     )
     record = Archived(path=str(target), manifest_sha256=manifest, run_id=ctx.run_id)
-    write_record(ctx.folder / "archived.json", record)
+    write_record(ctx.folder / ARCHIVED_FILE, record)
     ctx.notes["archive"] = str(target)

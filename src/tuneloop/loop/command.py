@@ -6,9 +6,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from tuneloop.config import LoopConfig, load_config
+from tuneloop.errors import EXIT_PHASE_FAILED, PhaseFailed
+from tuneloop.loop.layout import RunLayout
+from tuneloop.loop.preflight import check_before_compute
+from tuneloop.loop.round_run import RoundRequest, execute
 from tuneloop.loop.runner import Runner, Selection
+from tuneloop.loop.summary import print_outcome
 
 
 def run(
@@ -41,10 +48,6 @@ def run(
     1 the gate rejected it or it awaits approval, 2 a usage or input error, 3 a phase failed
     (the loop stopped there).
     """
-    from tuneloop.errors import EXIT_PHASE_FAILED, PhaseFailed
-    from tuneloop.loop.preflight import check_before_compute
-    from tuneloop.loop.summary import print_outcome
-
     cfg = load_config(config, overrides)
     selection = Selection(from_phase=from_phase, only=only)
     selection.validate()
@@ -63,7 +66,7 @@ def run(
         state = runner.run()
     except PhaseFailed as err:
         typer.echo(f"error: {err}", err=True)
-        typer.echo(f"state: {cfg.workdir / 'state.json'}", err=True)
+        typer.echo(f"state: {RunLayout(cfg.workdir).state}", err=True)
         raise typer.Exit(EXIT_PHASE_FAILED) from None
     raise typer.Exit(print_outcome(cfg, state, runner.wall_s, runner.phase_time))
 
@@ -78,8 +81,6 @@ def _run_round(
     plan: bool,
 ) -> int:
     """One flywheel round (`tuneloop.loop.round_run`); returns the exit status."""
-    from tuneloop.loop.round_run import RoundRequest, execute
-
     request = RoundRequest(config, overrides, selection, asked or "next", trigger_file)
     if plan:
         return execute(cfg, request, plan=_print_plan)
@@ -87,9 +88,6 @@ def _run_round(
 
 
 def _print_plan(runner: Runner) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table("phase", "action", "reason")
     for line in runner.plan():
         table.add_row(line.phase, line.action, line.reason)

@@ -10,7 +10,7 @@ empty output by the phase that writes it, before anything is served.
 
 Suites named in the loop are always decontaminated against, whatever the corpus config
 lists: the data phase adds them to the build, and a directly given `train.data` is matched
-by the train phase with the same rule (`data.decontam_run.decontaminate_file`). Deliberately
+by the train phase with the same rule (`data.decontam.decontaminate_file`). Deliberately
 filtered, not refused: contaminated rows are left out of a copy the trainer reads
 (`train/data.decontaminated.jsonl`), and every removal is listed in
 `train/decontamination.json`; when nothing matches, the trainer reads the file itself. With
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.config import LoopConfig
+from tuneloop.loop.layout import RunLayout
 
 REPLAY_SFT, REPLAY_DPO = "sft.decontaminated.jsonl", "dpo.decontaminated.jsonl"
 OUTPUT_FILES = {
@@ -140,17 +141,17 @@ def replay_unused(cfg: LoopConfig) -> str | None:
     )
 
 
-def composite_pairs(cfg: LoopConfig, upstream: dict[str, Path]) -> Path | None:
+def composite_pairs(cfg: LoopConfig, run: RunLayout) -> Path | None:
     """The replay-DPO pairs composite training reads: train.composite.pairs, else the replay
     phase's decontaminated pairs (when beta > 0 and a replay ran), else None."""
     c = cfg.train.composite
     if c.pairs is not None or c.beta == 0 or cfg.replay.teachers is None:
         return c.pairs
-    return upstream["replay"] / REPLAY_DPO
+    return run.replay / REPLAY_DPO
 
 
 def _corpus_disabled(cfg: LoopConfig, output: str) -> list[tuple[str, str]]:
-    from tuneloop.data.corpus_config import load_corpus_config
+    from tuneloop.data.corpus import load_corpus_config
     from tuneloop.errors import InputError
 
     assert cfg.data.corpus is not None
@@ -179,16 +180,20 @@ def corpus_file(cfg: LoopConfig, folder: Path) -> Path:
     output = corpus_output(cfg)
     path = folder / OUTPUT_FILES[output]
     if output_phase(output) == "replay" and (not path.is_file() or path.stat().st_size == 0):
+        from tuneloop.replay.outputs import REPORT_MD
+
         raise PhaseFailed(
             f"the replay wrote no rows to {path} (data.output: {output}), so train.method "
-            f"{cfg.train.method!r} has nothing to train on; see {folder / 'report.md'} for "
+            f"{cfg.train.method!r} has nothing to train on; see {folder / REPORT_MD} for "
             f"each teacher's pass rate and {folder / REPORT} for rows removed as contaminated"
         )
     if not path.is_file() or path.stat().st_size == 0:
+        from tuneloop.data.corpus import PROVENANCE_FILE
+
         raise PhaseFailed(
             f"the corpus build wrote no {OUTPUT_FILES[output]} (data.output: {output}), so "
             f"train.method {cfg.train.method!r} has nothing to train on; see "
-            f"{folder / 'provenance.json'} for where the rows went"
+            f"{folder / PROVENANCE_FILE} for where the rows went"
             + (
                 ""
                 if output != "grpo"
@@ -238,7 +243,7 @@ def _filtered(
 ) -> tuple[Path, dict[str, Any], dict[Path, bytes]]:
     """What training reads of `src` (`target` when rows must go, else `src`), the report
     entry, and the files to write (the filtered copy, when there is one)."""
-    from tuneloop.data.decontam_run import decontaminate_file, without_lines
+    from tuneloop.data.decontam import decontaminate_file, without_lines
 
     found = decontaminate_file(src, loop_suites(cfg))
     keep = cfg.train.allow_contamination
@@ -255,7 +260,7 @@ def _filtered(
 
 
 def trained_file(
-    cfg: LoopConfig, upstream: dict[str, Path], given_sha256: str | None
+    cfg: LoopConfig, run: RunLayout, given_sha256: str | None
 ) -> tuple[Path, str | None]:
     """The file the train phase trained on, with its sha256 as already recorded: the runner's
     hash of a directly given train.data (`given_sha256`) or the corpus build's provenance
@@ -263,22 +268,22 @@ def trained_file(
     from tuneloop.records import CorpusProvenance, read_record_if_exists, sha256_file
 
     if cfg.train.data is not None:
-        copy = upstream["train"] / FILTERED
+        copy = run.train / FILTERED
         return (copy, sha256_file(copy)) if copy.is_file() else (cfg.train.data, given_sha256)
     output = corpus_output(cfg)
     name = OUTPUT_FILES[output]
     if output_phase(output) == "replay":
-        path = upstream["replay"] / name
+        path = run.replay / name
         return path, sha256_file(path) if path.is_file() else None
-    prov = read_record_if_exists(upstream["data"] / "provenance.json", CorpusProvenance)
-    return upstream["data"] / name, prov.outputs.get(name) if prov is not None else None
+    prov = read_record_if_exists(run.corpus_provenance, CorpusProvenance)
+    return run.data / name, prov.outputs.get(name) if prov is not None else None
 
 
-def replay_traces(cfg: LoopConfig, upstream: dict[str, Path]) -> Path:
+def replay_traces(cfg: LoopConfig, run: RunLayout) -> Path:
     """What the replay phase replays: replay.traces, else the data phase's traces.jsonl."""
     if cfg.replay.traces is not None:
         return cfg.replay.traces
-    return upstream["data"] / "traces.jsonl"
+    return run.corpus_traces
 
 
 def earlier_call_logs(workdir: Path) -> list[Path]:
@@ -286,14 +291,14 @@ def earlier_call_logs(workdir: Path) -> list[Path]:
     replay phase reuses their finished calls whose identity is unchanged (`store.carry_over`),
     so redoing it — a new suite, setting or code version, `--from replay` — re-pays nothing
     it already asked."""
-    from tuneloop.loop.runner import QUARANTINE
+    from tuneloop.replay.store import CALLS_FILE
 
     folders = [
         d
-        for d in (workdir / QUARANTINE).glob("*-replay*")
-        if d.name.split("-")[2] == "replay" and (d / "calls.jsonl").is_file()
+        for d in RunLayout(workdir).quarantine.glob("*-replay*")
+        if d.name.split("-")[2] == "replay" and (d / CALLS_FILE).is_file()
     ]
-    return [d / "calls.jsonl" for d in sorted(folders, key=_quarantine_order, reverse=True)]
+    return [d / CALLS_FILE for d in sorted(folders, key=_quarantine_order, reverse=True)]
 
 
 def _quarantine_order(folder: Path) -> tuple[str, int]:
@@ -325,11 +330,12 @@ def decontaminate_replay(cfg: LoopConfig, folder: Path) -> dict[str, int]:
     (`REPLAY_SFT`, `REPLAY_DPO`; the rule of `decontaminated_train_data`), every removal
     listed in `REPORT`; returns rows removed per file. The replayed traces are the data
     phase's before its decontamination, or a file given directly: either may hold suite items."""
-    from tuneloop.data.decontam_run import decontaminate_file, without_lines
+    from tuneloop.data.decontam import decontaminate_file, without_lines
     from tuneloop.data.files import json_bytes, write_files
+    from tuneloop.replay.outputs import DPO_FILE, SFT_FILE
 
     files, report, removed = {}, {}, {}
-    for name, target in (("sft.jsonl", REPLAY_SFT), ("dpo.jsonl", REPLAY_DPO)):
+    for name, target in ((SFT_FILE, REPLAY_SFT), (DPO_FILE, REPLAY_DPO)):
         found = decontaminate_file(folder / name, loop_suites(cfg))
         files[folder / target] = without_lines(folder / name, set(found.removed))
         removed[name] = len(found.removed)

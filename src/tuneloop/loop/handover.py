@@ -12,11 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuneloop.config import LoopConfig
+from tuneloop.loop.corpus_data import trained_file
+from tuneloop.loop.layout import LOCK_FILE, QUARANTINE, RunLayout
+from tuneloop.loop.rounds import RoundRecord
 from tuneloop.loop.state import RunState
+from tuneloop.records import read_record_if_exists
 
 if TYPE_CHECKING:
     from tuneloop.archive import Recipe
-    from tuneloop.report.capstone import CapstoneInputs
+    from tuneloop.report import CapstoneInputs
 
 
 def recorded_hash(state: RunState, phase: str, name: str) -> str | None:
@@ -25,22 +29,19 @@ def recorded_hash(state: RunState, phase: str, name: str) -> str | None:
     return rec.inputs.get(name) if rec is not None else None
 
 
-def capstone_inputs(cfg: LoopConfig, upstream: dict[str, Path], state: RunState) -> CapstoneInputs:
-    from tuneloop.loop.corpus_data import trained_file
-    from tuneloop.report.capstone import CapstoneInputs
-    from tuneloop.samplelog import SUMMARY_FILE
+def capstone_inputs(cfg: LoopConfig, run: RunLayout, state: RunState) -> CapstoneInputs:
+    from tuneloop.report import CapstoneInputs
 
-    data, data_sha256 = trained_file(cfg, upstream, recorded_hash(state, "train", "data"))
-    replayed = cfg.replay.teachers is not None
-    report = upstream["replay"] / "report.json" if replayed else None
+    data, data_sha256 = trained_file(cfg, run, recorded_hash(state, "train", "data"))
+    report = run.replay_report if cfg.replay.teachers is not None else None
     return CapstoneInputs(
-        pre_summary=upstream["eval_pre"] / SUMMARY_FILE,
-        delta=upstream["report"] / "delta.json",
+        pre_summary=run.pre_summary,
+        delta=run.delta,
         train_data=data,
         train_data_sha256=data_sha256,
         base_model_sha256=recorded_hash(state, "eval_pre", "base_model"),
-        corpus_provenance=upstream["data"] / "provenance.json",
-        train_settings=upstream["train"] / "adapter" / "train_settings.json",
+        corpus_provenance=run.corpus_provenance,
+        train_settings=run.train_settings,
         this_phase="capstone",
         replay_report=report,
         replay_report_sha256=_output_hash(state, "replay", report) if report else None,
@@ -58,8 +59,6 @@ def _output_hash(state: RunState, phase: str, path: Path) -> str | None:
 def archive_recipe(cfg: LoopConfig) -> Recipe:
     """What a re-run of this round needs, and the config keys that name it."""
     from tuneloop.archive import MAX_MODEL_COPY_MB, ArchiveInput, Recipe
-    from tuneloop.loop.rounds import ROUND_FILE, RoundRecord
-    from tuneloop.records import read_record
 
     inputs = [ArchiveInput("suite.path", cfg.suite.path, "suite.jsonl")]
     notes: dict[str, str] = {}
@@ -74,8 +73,7 @@ def archive_recipe(cfg: LoopConfig) -> Recipe:
         inputs.append(ArchiveInput("replay.traces", cfg.replay.traces, "replay_traces.jsonl"))
         notes["corpus_sources"] = "paths inside corpus.yaml refer to the original machine"
     inputs.append(ArchiveInput("base_model", cfg.base, "base_model", max_copy_mb=MAX_MODEL_COPY_MB))
-    round_file = cfg.workdir / ROUND_FILE
-    lineage = read_record(round_file, RoundRecord) if round_file.exists() else None
+    lineage = read_record_if_exists(RunLayout(cfg.workdir).round_file, RoundRecord)
     return Recipe(
         round=lineage.model_dump(mode="json") if lineage is not None else None,
         config=cfg.model_dump(mode="json"),
@@ -89,6 +87,4 @@ def archive_recipe(cfg: LoopConfig) -> Recipe:
 def not_archived(archive_folder: Path) -> tuple[str, ...]:
     """Workdir entries that are not part of the run: the lock, the archive phase's own folder
     (written after the copy) and the outputs earlier redos replaced."""
-    from tuneloop.loop.runner import QUARANTINE
-
-    return (".lock", archive_folder.name, QUARANTINE)
+    return (LOCK_FILE, archive_folder.name, QUARANTINE)

@@ -1,9 +1,10 @@
 """Decision integrity for one round: seal the bar, refuse a second look early, promote last.
 
-The loop's side of DESIGN's "a verdict belongs to its evidence":
+The loop's side of "a verdict belongs to its evidence" (docs/design.md):
 
 - `seal_round` — the first thing `eval_post` does: the gate's bar, slice and items go into
-  the ledger (and `eval_post/sealed_bar.json`) before the challenger has a single number.
+  the ledger (and `eval_post/sealed_bar.json`, `RunLayout.sealed_bar`) before the challenger
+  has a single number.
 - `preflight_gate` — before any phase of a run executes: if the gate will have to make a new
   decision (its evidence will change, or it never decided), every item of its slice must be
   unconsumed in the ledger, and a kept post evaluation must have been sealed with the bar the
@@ -23,19 +24,23 @@ from typing import TYPE_CHECKING, Any
 
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError, PhaseFailed
-from tuneloop.loop.layout import SuiteView, archive_dir, ledger_path, suite_view
+from tuneloop.gate.ledger import SealedBar, open_ledger
+from tuneloop.gate.verdict_record import items_sha256
+from tuneloop.loop.context import MERGED_MODEL, PhaseContext, model_identity
+from tuneloop.loop.layout import (
+    PROMOTION_FILE,
+    RunLayout,
+    SuiteView,
+    archive_dir,
+    ledger_path,
+    suite_view,
+)
 from tuneloop.loop.state import load_state, now_iso
 from tuneloop.records import read_record, write_record
 
 if TYPE_CHECKING:
     from tuneloop.gate import Bar
-    from tuneloop.gate.seal import SealedBar
     from tuneloop.gate.verdict import Evidence, GateVerdict
-    from tuneloop.loop.adapters import PhaseContext
-
-SEAL_PATH = Path("eval_post") / "sealed_bar.json"
-VERDICT_PATH = Path("gate") / "verdict.json"
-PROMOTION_FILE = "promotion.json"
 
 
 def gate_bar(cfg: LoopConfig) -> Bar:
@@ -46,10 +51,10 @@ def gate_bar(cfg: LoopConfig) -> Bar:
 
 def gate_items(cfg: LoopConfig, workdir: Path, view: SuiteView | None = None) -> list[str]:
     """The gate slice's items that the champion's evaluation covers (all, when it exists)."""
-    from tuneloop.samplelog import SUMMARY_FILE, EvalSummary
+    from tuneloop.samplelog import EvalSummary
 
     ids = (view or suite_view(cfg)).slices[cfg.gate.slice]
-    summary = workdir / "eval_pre" / SUMMARY_FILE
+    summary = RunLayout(workdir).pre_summary
     if not summary.exists():
         return ids
     evaluated = set(read_record(summary, EvalSummary).item_ids)
@@ -64,7 +69,7 @@ def round_models(workdir: Path) -> tuple[str, str] | None:
     pre = state.phases.get("eval_pre")
     merge = state.phases.get("merge")
     base = pre.inputs.get("base_model") if pre else None
-    merged = merge.outputs.get("merge/model") if merge and merge.status == "done" else None
+    merged = merge.outputs.get(MERGED_MODEL) if merge and merge.status == "done" else None
     return (base, merged) if base and merged else None
 
 
@@ -75,10 +80,10 @@ def round_evidence(cfg: LoopConfig, workdir: Path) -> Evidence | None:
     models = round_models(workdir)
     if models is None:
         return None
-    view = suite_view(cfg)
+    view, run = suite_view(cfg), RunLayout(workdir)
     try:
         return make_evidence(
-            (workdir / "eval_pre", workdir / "eval_post"),
+            (run.eval_pre, run.eval_post),
             models,
             gate_bar(cfg),
             gate_items(cfg, workdir, view),
@@ -93,27 +98,20 @@ def round_evidence(cfg: LoopConfig, workdir: Path) -> Evidence | None:
 
 def preflight_gate(cfg: LoopConfig, workdir: Path, upstream_unchanged: bool) -> None:
     """Refuse a run whose gate would need a second look or a moved bar (see module doc)."""
-    from tuneloop.gate import ledger
-
     if upstream_unchanged:
         _check_kept_seal(cfg, workdir)
         evidence = round_evidence(cfg, workdir)
         db = ledger_path(cfg)
         if evidence is not None and db.exists():
-            conn = ledger.connect(db)
-            try:
-                if ledger.verdict_for_evidence(conn, evidence.sha256()) is not None:
+            with open_ledger(db) as ledger:
+                if ledger.verdict_for_evidence(evidence.sha256()) is not None:
                     return  # the same look again: the stored verdict is reused
-            finally:
-                conn.close()
     if not cfg.gate.allow_slice_reuse:
         _check_fresh_items(cfg)
 
 
 def _check_kept_seal(cfg: LoopConfig, workdir: Path) -> None:
-    from tuneloop.gate.seal import SealedBar, items_sha256
-
-    path = workdir / SEAL_PATH
+    path = RunLayout(workdir).sealed_bar
     if not path.exists():
         return
     sealed = read_record(path, SealedBar)
@@ -134,24 +132,19 @@ def _check_kept_seal(cfg: LoopConfig, workdir: Path) -> None:
 
 
 def _check_fresh_items(cfg: LoopConfig) -> None:
-    from tuneloop.gate import ledger
-
     db = ledger_path(cfg)
     if not db.exists():
         return
     view = suite_view(cfg)
     revision, wanted = view.revision, view.slices[cfg.gate.slice]
-    conn = ledger.connect(db)
-    try:
-        seen = ledger.consumed_items(conn, revision, wanted)
+    with open_ledger(db) as ledger:
+        seen = ledger.consumed_items(revision, wanted)
         if not seen:
             return
         per_slice = {
-            name: (len(ledger.consumed_items(conn, revision, ids)), len(ids))
+            name: (len(ledger.consumed_items(revision, ids)), len(ids))
             for name, ids in view.slices.items()
         }
-    finally:
-        conn.close()
     runs = sorted({run for run, _ in seen.values()})
     consumed = ", ".join(f"{name} {n}/{total}" for name, (n, total) in per_slice.items())
     raise InputError(
@@ -182,14 +175,12 @@ def seal_round(ctx: PhaseContext) -> SealedBar | None:
         gate_items(ctx.cfg, ctx.workdir),
         now_iso(),
     )
-    write_record(ctx.workdir / SEAL_PATH, sealed)
+    write_record(ctx.layout.sealed_bar, sealed)
     return sealed
 
 
 def read_seal(workdir: Path) -> SealedBar:
-    from tuneloop.gate.seal import SealedBar
-
-    path = workdir / SEAL_PATH
+    path = RunLayout(workdir).sealed_bar
     if not path.exists():
         raise PhaseFailed(
             f"{path} is missing: the post evaluation was not sealed with a bar before it ran; "
@@ -202,12 +193,13 @@ def check_verdict_matches(workdir: Path) -> GateVerdict:
     """The verdict in gate/, refused unless it judged exactly this workdir's two logs."""
     from tuneloop.gate.verdict_record import GateVerdict, log_sha256
 
-    verdict = read_record(workdir / VERDICT_PATH, GateVerdict)
-    logs = (log_sha256(workdir / "eval_pre"), log_sha256(workdir / "eval_post"))
+    run = RunLayout(workdir)
+    verdict = read_record(run.verdict, GateVerdict)
+    logs = (log_sha256(run.eval_pre), log_sha256(run.eval_post))
     ev = verdict.evidence
     if ev is None or (ev.champion_log_sha256, ev.challenger_log_sha256) != logs:
         raise PhaseFailed(
-            f"{workdir / VERDICT_PATH} was decided on other sample logs than this run's "
+            f"{run.verdict} was decided on other sample logs than this run's "
             "eval_pre/eval_post; refusing to report or archive it — redo the gate "
             "(`tuneloop run CONFIG --from gate`)"
         )
@@ -232,17 +224,17 @@ def _final_descriptor(ctx: PhaseContext, verdict: GateVerdict) -> dict[str, Any]
 
     assert verdict.evidence is not None
     if ctx.cfg.archive.enabled:
-        archived = read_archived(ctx.workdir / "archive")
+        archived = read_archived(ctx.layout.archive)
         target = Path(archived.path)
         if target != archive_dir(ctx.cfg, ctx.run_id):
             raise PhaseFailed(f"archive record names {target}, not this round's archive")
         problems = verify_archive(target)
         if problems:
             raise PhaseFailed(f"archive {target} does not verify: " + "; ".join(problems[:5]))
-        model = target / "run" / "merge" / "model"
+        model = RunLayout(target / "run").merged_model
         location = "archive (verified)"
     else:
-        target, model = None, ctx.workdir / "merge" / "model"
+        target, model = None, ctx.layout.merged_model
         location = "workdir: archiving is off, so this copy is not protected from a later redo"
     digest = sha256_path(model)
     if digest != verdict.evidence.challenger_model:
@@ -250,8 +242,6 @@ def _final_descriptor(ctx: PhaseContext, verdict: GateVerdict) -> dict[str, Any]
             f"{model} hashes to {digest[:16]}…, not the challenger the verdict judged "
             f"({verdict.evidence.challenger_model[:16]}…); the champion is unchanged"
         )
-    from tuneloop.loop.adapters import model_identity
-
     return {
         "kind": "single",
         "path": str(model),

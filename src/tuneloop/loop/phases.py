@@ -12,8 +12,10 @@ MLflow; its failure never fails the run, and its `retry` hook writes again on th
 
 Each phase declares its inputs (upstream phases and external files, hashed into its
 fingerprint), its config subset, and the outputs it must leave in its own folder under the
-workdir. The adapters (`adapters.py`) unpack `LoopConfig` into the plain arguments each
-phase's library takes; phases never import each other, and none of them knows what comes next.
+workdir (`<workdir>/<name>/`; `layout.RunLayout` names the folders and artifacts, and its tests
+hold it to this table). The adapters (`adapters.py`) unpack `LoopConfig` into the plain
+arguments each phase's library takes, given a `context.PhaseContext`; phases never import
+each other, and none of them knows what comes next.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from typing import Any
 
 from tuneloop.config import LoopConfig
 from tuneloop.loop.adapters import (
-    PhaseContext,
     run_archive,
     run_capstone,
     run_data,
@@ -38,11 +39,12 @@ from tuneloop.loop.adapters import (
     run_report,
     run_train,
 )
+from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.corpus_data import replay_files
 from tuneloop.loop.integrity import preflight_gate, run_promote
 from tuneloop.loop.track import run_track, tracking_retry
 
-__all__ = ["PHASES", "PHASE_NAMES", "Phase", "PhaseContext"]
+__all__ = ["PHASES", "PHASE_NAMES", "Phase"]
 
 
 @dataclass(frozen=True)

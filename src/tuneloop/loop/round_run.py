@@ -13,14 +13,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
 
 from tuneloop.config import LoopConfig
 from tuneloop.errors import EXIT_PHASE_FAILED, InputError, PhaseFailed
+from tuneloop.gate.ledger import RoundEnd, RoundStart, last_outcome
+from tuneloop.loop.layout import RunLayout, ledger_path
 from tuneloop.loop.phases import PHASES, Phase
-from tuneloop.loop.round_log import TERMINAL, last_outcome, record_outcome
+from tuneloop.loop.preflight import check_before_compute
+from tuneloop.loop.round_log import TERMINAL, record_outcome
 from tuneloop.loop.rounds import (
     RoundRecord,
     check_round_id,
@@ -32,6 +36,8 @@ from tuneloop.loop.rounds import (
     round_config,
 )
 from tuneloop.loop.runner import Interrupted, Runner, Selection
+from tuneloop.loop.summary import print_outcome
+from tuneloop.records import read_record_if_exists
 
 console = Console(stderr=True)
 
@@ -48,8 +54,10 @@ def choose_round(cfg: LoopConfig, asked: str) -> str:
     number = int(fresh[1:]) - 1
     if number >= 1:
         latest = f"r{number:04d}"
-        if existing_round(cfg, latest) and last_outcome(cfg, latest) not in TERMINAL:
-            return latest
+        if existing_round(cfg, latest):
+            last = last_outcome(ledger_path(cfg), latest)
+            if last is None or last.outcome not in TERMINAL:
+                return latest
     return fresh
 
 
@@ -61,8 +69,6 @@ def prepare(
     trigger_file: Path | None,
 ) -> tuple[RoundRecord, LoopConfig, list[str]]:
     """The round's lineage and config, checked before compute; raises InputError if refused."""
-    from tuneloop.loop.preflight import check_before_compute
-
     record = existing_round(cfg, round_id)
     if record is None:
         record = plan_round(cfg, config_path, round_id, read_trigger(trigger_file))
@@ -75,11 +81,12 @@ def refuse(cfg: LoopConfig, round_id: str, trigger_file: Path | None, err: Input
     the error: nothing to record it against)."""
     start = existing_round(cfg, round_id)
     trigger = read_trigger(trigger_file) if trigger_file is not None else {}
-    started = start.model_dump(mode="json") if start else None
-    if started is None:
-        started = {"round_id": round_id, "started_at": "", "gate_slice": "", "trigger": trigger}
-        started["started_at"] = _now()
-    record_outcome(cfg, round_id, "refused", record=started, reason=str(err).splitlines()[0])
+    started = (
+        RoundStart.of(start)
+        if start
+        else RoundStart(round_id=round_id, started_at=_now(), gate_slice="", trigger=trigger)
+    )
+    record_outcome(cfg, round_id, "refused", start=started, reason=str(err).splitlines()[0])
 
 
 @dataclass(frozen=True)
@@ -107,7 +114,8 @@ def execute(
     nothing. `phases` replaces the phase table (tests run fake model phases).
     """
     round_id = choose_round(cfg, req.asked)
-    ended = last_outcome(cfg, round_id) if existing_round(cfg, round_id) else None
+    last = last_outcome(ledger_path(cfg), round_id) if existing_round(cfg, round_id) else None
+    ended = last.outcome if last else None
     if ended in ENDED_EXIT:  # asked again after it ended (a watcher collecting its status)
         console.print(f"round {round_id} has ended: {ended}", highlight=False)
         return ENDED_EXIT[ended]
@@ -134,26 +142,24 @@ def execute(
     try:
         return run_round(cfg, record, runner)
     except PhaseFailed as err:
-        console.print(f"error: {err}\nstate: {rcfg.workdir / 'state.json'}", highlight=False)
+        console.print(f"error: {err}\nstate: {RunLayout(rcfg.workdir).state}", highlight=False)
         return EXIT_PHASE_FAILED
 
 
 def run_round(cfg: LoopConfig, record: RoundRecord, runner: Runner) -> int:
     """Run the round's phases; record its outcome; return the exit status."""
-    from tuneloop.loop.summary import print_outcome
-
     commit_round(cfg, record)
     rcfg = runner.cfg
-    start = record.model_dump(mode="json")
+    start = RoundStart.of(record)
     t0 = time.perf_counter()
 
-    def done(outcome: str, reason: str = "") -> None:
+    def done(outcome: RoundEnd, reason: str = "") -> None:
         record_outcome(
             cfg,
             record.round_id,
             outcome,
             round_cfg=rcfg,
-            record=start,
+            start=start,
             run_id=runner.state.run_id if runner.state else None,
             reason=reason,
             wall_s=time.perf_counter() - t0,
@@ -175,19 +181,16 @@ def run_round(cfg: LoopConfig, record: RoundRecord, runner: Runner) -> int:
     return code
 
 
-def _outcome(rcfg: LoopConfig, code: int) -> str:
+def _outcome(rcfg: LoopConfig, code: int) -> RoundEnd:
     if code == 0:
         return "promoted" if rcfg.gate.enabled else "finished"
     from tuneloop.gate.verdict_record import GateVerdict
-    from tuneloop.records import read_record_if_exists
 
-    verdict = read_record_if_exists(rcfg.workdir / "gate" / "verdict.json", GateVerdict)
+    verdict = read_record_if_exists(RunLayout(rcfg.workdir).verdict, GateVerdict)
     if verdict is not None and verdict.decision == "promote":
         return "awaiting_approval"
     return "rejected"
 
 
 def _now() -> str:
-    from datetime import datetime, timezone
-
     return datetime.now(timezone.utc).isoformat(timespec="seconds")

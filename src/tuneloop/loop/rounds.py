@@ -29,11 +29,10 @@ from typing import Any
 
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError
-from tuneloop.loop.layout import archive_root, ledger_path
-from tuneloop.records import Record, read_record, sha256_path, write_record
+from tuneloop.gate.ledger import Champion, Ledger, RoundStart, open_ledger
+from tuneloop.loop.layout import RunLayout, archive_root, ledger_path
+from tuneloop.records import Record, read_record_if_exists, sha256_path, write_record
 
-ROUNDS = "rounds"
-ROUND_FILE = "round.json"
 _ID = re.compile(r"^r(\d{4,})$")
 
 
@@ -65,13 +64,14 @@ class RoundRecord(Record):
     """Why the round ran (the watcher's trigger figures), or {} for a manual round."""
 
 
-def round_dir(cfg: LoopConfig, round_id: str) -> Path:
-    return cfg.workdir / ROUNDS / round_id
+def round_layout(cfg: LoopConfig, round_id: str) -> RunLayout:
+    """A round's own run layout: `<workdir>/rounds/<id>/`."""
+    return RunLayout(cfg.workdir).round(round_id)
 
 
 def next_round_id(cfg: LoopConfig) -> str:
     """The id after the highest existing round folder (`r0001` for the first)."""
-    folder = cfg.workdir / ROUNDS
+    folder = RunLayout(cfg.workdir).rounds
     numbers = [int(m.group(1)) for p in folder.glob("r*") if (m := _ID.match(p.name))]
     return f"r{max(numbers, default=0) + 1:04d}"
 
@@ -83,8 +83,7 @@ def check_round_id(round_id: str) -> str:
 
 
 def existing_round(cfg: LoopConfig, round_id: str) -> RoundRecord | None:
-    path = round_dir(cfg, round_id) / ROUND_FILE
-    return read_record(path, RoundRecord) if path.exists() else None
+    return read_record_if_exists(round_layout(cfg, round_id).round_file, RoundRecord)
 
 
 def preview_round(cfg: LoopConfig, config_path: Path) -> RoundRecord:
@@ -112,33 +111,27 @@ def plan_round(
     cfg: LoopConfig, config_path: Path, round_id: str, trigger: dict[str, Any]
 ) -> RoundRecord:
     """The lineage a new round would have (reads the ledger; writes nothing)."""
-    from tuneloop.gate.ledger import current_champion
-    from tuneloop.gate.ledger_store import connect
-
     if cfg.suite.rolling is None:
         raise InputError(
             "suite.rolling: rounds need a rolling split (an audit part and one-look gate "
             "slices), e.g. suite.rolling: {audit_fraction: 0.2, gate_size: 50}"
         )
-    conn = connect(ledger_path(cfg))
-    try:
-        champion = current_champion(conn)
-        gate_slice = _fresh_slice(cfg, conn)
-    finally:
-        conn.close()
-    bootstrap = champion is None or champion["via"] == "bootstrap"
-    parent = _bootstrap_descriptor(cfg) if champion is None else champion["descriptor"]
+    with open_ledger(ledger_path(cfg)) as ledger:
+        champion = ledger.current_champion()
+        gate_slice = _fresh_slice(cfg, ledger)
+    bootstrap = champion is None or champion.via == "bootstrap"
+    parent = _bootstrap_descriptor(cfg) if champion is None else champion.descriptor
     path = parent.get("path")
     if not path or not (Path(path) / "config.json").is_file():
         raise InputError(
-            f"the champion (v{champion['version'] if champion else '?'}) has no local "
+            f"the champion (v{champion.version if champion else '?'}) has no local "
             f"checkpoint folder to start a round from (descriptor path {path!r})"
         )
     return RoundRecord(
         round_id=round_id,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         config_path=str(config_path),
-        parent_version=champion["version"] if champion else 1,
+        parent_version=champion.version if champion else 1,
         parent=parent,
         bootstrap=bootstrap,
         base_model=str(path),
@@ -148,13 +141,11 @@ def plan_round(
     )
 
 
-def _fresh_slice(cfg: LoopConfig, conn: Any) -> str:
-    from tuneloop.gate.ledger import consumed_items
-    from tuneloop.suite import load_suite
-    from tuneloop.suite_rolling import gate_slice_name, next_gate_slice, rolling_of
+def _fresh_slice(cfg: LoopConfig, ledger: Ledger) -> str:
+    from tuneloop.suite import gate_slice_name, load_suite, next_gate_slice, rolling_of
 
     suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
-    consumed = consumed_items(conn, suite.revision, [i.id for i in suite.items])
+    consumed = ledger.consumed_items(suite.revision, [i.id for i in suite.items])
     index, _ = next_gate_slice(rolling_of(suite, cfg.suite), set(consumed))
     return gate_slice_name(index)
 
@@ -170,43 +161,26 @@ def _bootstrap_descriptor(cfg: LoopConfig, hashed: bool = True) -> dict[str, Any
     return {"kind": "single", "path": str(base), "sha256": digest, "bootstrap": True}
 
 
-def ensure_champion(cfg: LoopConfig) -> dict[str, Any]:
+def ensure_champion(cfg: LoopConfig) -> Champion:
     """The current champion; with none yet, register the bootstrap champion first (what the
     first round would do), so that a managed service can serve it before any round."""
-    from tuneloop.gate.ledger import add_champion, current_champion
-    from tuneloop.gate.ledger_store import connect, transaction
-
-    conn = connect(ledger_path(cfg))
-    try:
-        with transaction(conn):
-            champion = current_champion(conn)
-            if champion is None:
-                at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-                add_champion(conn, _bootstrap_descriptor(cfg), run_id=None, at=at, via="bootstrap")
-                champion = current_champion(conn)
-    finally:
-        conn.close()
+    with open_ledger(ledger_path(cfg)) as ledger, ledger.transaction():
+        champion = ledger.current_champion()
+        if champion is None:
+            at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            ledger.add_champion(_bootstrap_descriptor(cfg), run_id=None, at=at, via="bootstrap")
+            champion = ledger.current_champion()
     assert champion is not None
     return champion
 
 
 def commit_round(cfg: LoopConfig, record: RoundRecord) -> None:
     """Write `round.json` and the ledger rows (the bootstrap champion first, if any)."""
-    from tuneloop.gate.ledger import add_champion, current_champion
-    from tuneloop.gate.ledger_rounds import add_round
-    from tuneloop.gate.ledger_store import connect, transaction
-
-    conn = connect(ledger_path(cfg))
-    try:
-        with transaction(conn):
-            if current_champion(conn) is None:  # the first round: the bootstrap champion
-                add_champion(
-                    conn, record.parent, run_id=None, at=record.started_at, via="bootstrap"
-                )
-            add_round(conn, record.model_dump(mode="json"))
-    finally:
-        conn.close()
-    write_record(round_dir(cfg, record.round_id) / ROUND_FILE, record)
+    with open_ledger(ledger_path(cfg)) as ledger, ledger.transaction():
+        if ledger.current_champion() is None:  # the first round: the bootstrap champion
+            ledger.add_champion(record.parent, run_id=None, at=record.started_at, via="bootstrap")
+        ledger.add_round(RoundStart.of(record))
+    write_record(round_layout(cfg, record.round_id).round_file, record)
 
 
 def round_config(cfg: LoopConfig, record: RoundRecord) -> LoopConfig:
@@ -214,7 +188,7 @@ def round_config(cfg: LoopConfig, record: RoundRecord) -> LoopConfig:
     return cfg.model_copy(
         update={
             "name": f"{cfg.name}-{record.round_id}",
-            "workdir": round_dir(cfg, record.round_id),
+            "workdir": round_layout(cfg, record.round_id).workdir,
             "base_model": Path(record.base_model),
             "eval": cfg.eval.model_copy(update={"slice": record.eval_slice}),
             "gate": cfg.gate.model_copy(

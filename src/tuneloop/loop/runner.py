@@ -40,7 +40,9 @@ from rich.console import Console
 
 from tuneloop.config import LoopConfig
 from tuneloop.errors import EXIT_TERMINATED, InputError, PhaseFailed, TuneloopError
-from tuneloop.loop.phases import PHASE_NAMES, PHASES, Phase, PhaseContext
+from tuneloop.loop.context import PhaseContext
+from tuneloop.loop.layout import PHASE_FILE, PHASE_LOG, RunLayout
+from tuneloop.loop.phases import PHASE_NAMES, PHASES, Phase
 from tuneloop.loop.state import (
     Action,
     PhaseRecord,
@@ -54,9 +56,6 @@ from tuneloop.loop.state import (
 )
 from tuneloop.provenance import code_version
 from tuneloop.records import canonical_json, sha256_bytes, sha256_path, write_json, write_record
-
-QUARANTINE = "quarantine"
-"""Folder under the workdir where replaced phase outputs are kept."""
 
 console = Console(stderr=True)
 
@@ -76,7 +75,7 @@ class Selection:
     def validate(self) -> None:
         for name in (self.from_phase, self.only):
             if name is not None and name not in self.names:
-                from tuneloop.registry import did_you_mean
+                from tuneloop.errors import did_you_mean
 
                 raise InputError(
                     f"unknown phase {name!r}{did_you_mean(name, self.names)}; "
@@ -114,7 +113,7 @@ def hash_outputs(folder: Path, phase: Phase, workdir: Path) -> dict[str, str]:
         path = folder / rel
         if not path.exists():
             raise PhaseFailed(
-                f"phase {phase.name!r} did not produce {path}; read {folder / 'phase.log'}"
+                f"phase {phase.name!r} did not produce {path}; read {folder / PHASE_LOG}"
             )
         out[str(path.relative_to(workdir))] = sha256_path(path)
     return out
@@ -144,6 +143,7 @@ class Runner:
         self.config_path = config_path
         self.sel = selection
         self.workdir = cfg.workdir
+        self.layout = RunLayout(cfg.workdir)
         self.code = code_version()
         self.state: RunState | None = None
 
@@ -192,7 +192,7 @@ class Runner:
             return Decision("redo", "fingerprint changed (config, inputs or code)", fp, inputs)
         if not outputs_verify(prev, self.workdir):
             return Decision("redo", "recorded outputs no longer verify", fp, inputs)
-        again = phase.retry(self.cfg, self.workdir / phase.name) if phase.retry else None
+        again = phase.retry(self.cfg, self.layout.phase(phase.name)) if phase.retry else None
         if again:  # in place and in this round: nothing it depends on changed
             return Decision("run", again, fp, inputs, keep=True)
         return Decision("skip", "fingerprint matches and outputs verify", fp, inputs)
@@ -290,7 +290,7 @@ class Runner:
     def _execute(self, phase: Phase, d: Decision) -> None:
         assert self.state is not None and d.fingerprint is not None
         fp, inputs = d.fingerprint, d.inputs
-        folder = self.workdir / phase.name
+        folder = self.layout.phase(phase.name)
         if folder.exists() and not d.keep:
             quarantine(self.workdir, folder, d.reason, self.state.phases.get(phase.name))
         folder.mkdir(parents=True, exist_ok=True)
@@ -304,8 +304,8 @@ class Runner:
             workdir=self.workdir,
             folder=folder,
             run_id=self.state.run_id,
-            upstream={p: self.workdir / p for p in self.names},
-            log_path=folder / "phase.log",
+            upstream={p: self.layout.phase(p) for p in self.names},
+            log_path=folder / PHASE_LOG,
             inputs=inputs,
         )
         t0 = time.perf_counter()
@@ -337,18 +337,19 @@ class Runner:
         assert self.state is not None
         self.state.phases = {**self.state.phases, rec.phase: rec}
         if rec.status != "skipped":
-            write_record(self.workdir / rec.phase / "phase.json", rec)
+            write_record(self.layout.phase(rec.phase) / PHASE_FILE, rec)
         save_state(self.workdir, self.state)
 
 
 def quarantine(workdir: Path, folder: Path, reason: str, record: PhaseRecord | None) -> Path:
     """Move a phase folder aside (never delete what a user ran); returns where it went."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    target = workdir / QUARANTINE / f"{stamp}-{folder.name}"
+    kept = RunLayout(workdir).quarantine
+    target = kept / f"{stamp}-{folder.name}"
     n = 1
     while target.exists():
         n += 1
-        target = workdir / QUARANTINE / f"{stamp}-{folder.name}-{n}"
+        target = kept / f"{stamp}-{folder.name}-{n}"
     target.parent.mkdir(parents=True, exist_ok=True)
     folder.rename(target)
     why: dict[str, Any] = {"phase": folder.name, "reason": reason, "moved_at": now_iso()}

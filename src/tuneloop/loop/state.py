@@ -15,6 +15,7 @@ from typing import IO, Literal
 from pydantic import BaseModel
 
 from tuneloop.errors import InputError
+from tuneloop.loop.layout import RunLayout
 from tuneloop.pidlock import hold_pid_lock
 from tuneloop.records import Record, read_record, write_record
 
@@ -79,19 +80,19 @@ def now_iso() -> str:
 
 
 def load_state(workdir: Path) -> RunState | None:
-    path = workdir / "state.json"
+    path = RunLayout(workdir).state
     return read_record(path, RunState) if path.exists() else None
 
 
 def save_state(workdir: Path, state: RunState) -> None:
-    write_record(workdir / "state.json", state)
+    write_record(RunLayout(workdir).state, state)
 
 
 class WorkdirLock:
     """Exclusive lock on a workdir; refuses (InputError) naming the holder's pid."""
 
     def __init__(self, workdir: Path) -> None:
-        self.path = workdir / ".lock"
+        self.path = RunLayout(workdir).lock
         self._fh: IO[str] | None = None
 
     def __enter__(self) -> WorkdirLock:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from rich.console import Console
 
 from tuneloop.config import LoopConfig
+from tuneloop.loop.layout import RunLayout
 from tuneloop.loop.state import RunState
-from tuneloop.records import read_record
+from tuneloop.records import read_record, read_record_if_exists
+from tuneloop.tracking import TrackingRecord
 
 
 def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: float) -> int:
@@ -23,11 +25,11 @@ def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: floa
         f"run {state.run_id}: this invocation {wall_s:.1f}s, of which phase work {phase_s:.1f}s "
         f"and orchestration {overhead:.1f}s{share}"
     )
-    report = cfg.workdir / "capstone" / "report.md"
-    if report.exists():
-        console.print(f"report: {report}")
+    run = RunLayout(cfg.workdir)
+    if run.capstone_md.exists():
+        console.print(f"report: {run.capstone_md}")
     _print_tracking(cfg, console)
-    verdict_path = cfg.workdir / "gate" / "verdict.json"
+    verdict_path = run.verdict
     if not cfg.gate.enabled or not verdict_path.exists():
         console.print(f"gate: off; phase work {work:.1f}s")
         return 0
@@ -37,10 +39,9 @@ def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: floa
     decision = read_record(verdict_path, GateVerdict).decision
     color = "green" if decision == "promote" else "yellow"
     console.print(f"verdict: [bold {color}]{decision}[/bold {color}] ({verdict_path})")
-    promotion_path = cfg.workdir / "promote" / "promotion.json"
-    if not promotion_path.exists():
+    if not run.promotion.exists():
         return 1  # decided, but not (yet) in its final place: the champion is unchanged
-    promotion = read_record(promotion_path, Promotion)
+    promotion = read_record(run.promotion, Promotion)
     if promotion.champion_version is not None:
         where = promotion.descriptor.get("location", "")
         console.print(f"champion: v{promotion.champion_version} ({where})")
@@ -50,10 +51,7 @@ def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: floa
 
 def _print_tracking(cfg: LoopConfig, console: Console) -> None:
     """The MLflow mirror's state (`tracking.mlflow`), repeated here so a failure is not missed."""
-    from tuneloop.records import read_record_if_exists
-    from tuneloop.tracking import TRACKING_FILE, TrackingRecord
-
-    path = cfg.workdir / "track" / TRACKING_FILE
+    path = RunLayout(cfg.workdir).tracking
     rec = read_record_if_exists(path, TrackingRecord) if cfg.tracking.mlflow else None
     if rec is None:
         return

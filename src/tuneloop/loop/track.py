@@ -19,49 +19,18 @@ a new round.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from tuneloop.config import LoopConfig
-from tuneloop.loop.layout import ledger_path
-from tuneloop.loop.state import RunState
-from tuneloop.records import (
-    canonical_json,
-    read_record,
-    read_record_if_exists,
-    sha256_bytes,
-    write_record,
-)
-
-if TYPE_CHECKING:
-    from tuneloop.loop.adapters import PhaseContext
+from tuneloop.loop.context import PhaseContext
+from tuneloop.loop.track_facts import champion_run, round_facts, tracking_names, tracking_uri
+from tuneloop.records import read_record_if_exists, write_record
 
 console = Console(stderr=True)
 
 
-def tracking_uri(cfg: LoopConfig) -> str:
-    """`tracking.mlflow`, `default` resolved beside the gate ledger (shared by all rounds)."""
-    from tuneloop.tracking import resolve_uri
-
-    assert cfg.tracking.mlflow is not None
-    return resolve_uri(cfg.tracking.mlflow, ledger_path(cfg).parent)
-
-
-def tracking_names(cfg: LoopConfig, workdir: Path) -> tuple[str, str, str | None]:
-    """(experiment, registered model, round id): a round's `-rNNNN` suffix is not part of
-    the names, so that every round of a flywheel lands in one experiment and one model."""
-    from tuneloop.loop.rounds import ROUND_FILE, RoundRecord
-
-    lineage = read_record_if_exists(workdir / ROUND_FILE, RoundRecord)
-    round_id = lineage.round_id if lineage is not None else None
-    name = cfg.name.removesuffix(f"-{round_id}") if round_id else cfg.name
-    experiment = cfg.tracking.experiment or name
-    return experiment, cfg.tracking.registered_model or experiment, round_id
-
-
 def run_track(ctx: PhaseContext) -> None:
-    from tuneloop.loop.track_facts import round_facts
     from tuneloop.tracking import TRACKING_FILE, TrackingRecord, log_round
 
     cfg, uri = ctx.cfg, tracking_uri(ctx.cfg)
@@ -111,17 +80,6 @@ def tracking_retry(cfg: LoopConfig, folder: Path) -> str | None:
     wanted = (tracking_uri(cfg), experiment, model if cfg.tracking.log_model else None)
     if (record.tracking_uri, record.experiment, record.registered_model) != wanted:
         return "tracking settings changed; writing to the configured store"
-    from tuneloop.loop.track_facts import champion_run
-
     if record.registered_model and champion_run(cfg) != record.ledger_champion_run_id:
         return "the ledger's champion changed (an approval or a later round); moving @champion"
     return None
-
-
-def config_sha256(cfg: LoopConfig) -> str:
-    """Hash of the resolved config (the `tracking:` section left out: it changes no result)."""
-    return sha256_bytes(canonical_json(cfg.model_dump(mode="json", exclude={"tracking"})).encode())
-
-
-def run_state(workdir: Path) -> RunState:
-    return read_record(workdir / "state.json", RunState)

@@ -13,26 +13,59 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tuneloop.archive import MANIFEST
 from tuneloop.config import LoopConfig
+from tuneloop.loop.context import MERGED_MODEL
 from tuneloop.loop.handover import recorded_hash
-from tuneloop.loop.layout import ledger_path
+from tuneloop.loop.layout import RunLayout, ledger_path
+from tuneloop.loop.rounds import RoundRecord
 from tuneloop.loop.state import RunState
-from tuneloop.loop.track import config_sha256, run_state, tracking_names
-from tuneloop.records import Archived, read_record_if_exists
+from tuneloop.records import (
+    Archived,
+    canonical_json,
+    read_record,
+    read_record_if_exists,
+    sha256_bytes,
+)
 from tuneloop.tracking import RoundFacts, metric_name
 
-ARTIFACTS = (
-    "report/delta.json",
-    "report/delta.md",
-    "gate/verdict.json",
-    "capstone/report.md",
-    "capstone/report.html",
-    "promote/promotion.json",
-    "archive/archived.json",
-    "state.json",
-    "round.json",
-)
-"""Run-folder files logged as artifacts, under the same relative path, when they exist."""
+
+def artifact_files(run: RunLayout) -> tuple[Path, ...]:
+    """Run-folder files logged as artifacts, under the same relative path, when they exist."""
+    return (
+        run.delta,
+        run.delta_md,
+        run.verdict,
+        run.capstone_md,
+        run.capstone_html,
+        run.promotion,
+        run.archived,
+        run.state,
+        run.round_file,
+    )
+
+
+def tracking_uri(cfg: LoopConfig) -> str:
+    """`tracking.mlflow`, `default` resolved beside the gate ledger (shared by all rounds)."""
+    from tuneloop.tracking import resolve_uri
+
+    assert cfg.tracking.mlflow is not None
+    return resolve_uri(cfg.tracking.mlflow, ledger_path(cfg).parent)
+
+
+def tracking_names(cfg: LoopConfig, workdir: Path) -> tuple[str, str, str | None]:
+    """(experiment, registered model, round id): a round's `-rNNNN` suffix is not part of
+    the names, so that every round of a flywheel lands in one experiment and one model."""
+    lineage = read_record_if_exists(RunLayout(workdir).round_file, RoundRecord)
+    round_id = lineage.round_id if lineage is not None else None
+    name = cfg.name.removesuffix(f"-{round_id}") if round_id else cfg.name
+    experiment = cfg.tracking.experiment or name
+    return experiment, cfg.tracking.registered_model or experiment, round_id
+
+
+def config_sha256(cfg: LoopConfig) -> str:
+    """Hash of the resolved config (the `tracking:` section left out: it changes no result)."""
+    return sha256_bytes(canonical_json(cfg.model_dump(mode="json", exclude={"tracking"})).encode())
 
 
 def round_facts(cfg: LoopConfig, workdir: Path, run_id: str) -> RoundFacts:
@@ -40,11 +73,12 @@ def round_facts(cfg: LoopConfig, workdir: Path, run_id: str) -> RoundFacts:
     from tuneloop.gate.verdict_record import GateVerdict
     from tuneloop.report.record import DeltaReport
 
-    state = run_state(workdir)
-    delta = read_record_if_exists(workdir / "report" / "delta.json", DeltaReport)
-    verdict = read_record_if_exists(workdir / "gate" / "verdict.json", GateVerdict)
-    promotion = read_record_if_exists(workdir / "promote" / "promotion.json", Promotion)
-    archived = read_record_if_exists(workdir / "archive" / "archived.json", Archived)
+    run = RunLayout(workdir)
+    state = read_record(run.state, RunState)
+    delta = read_record_if_exists(run.delta, DeltaReport)
+    verdict = read_record_if_exists(run.verdict, GateVerdict)
+    promotion = read_record_if_exists(run.promotion, Promotion)
+    archived = read_record_if_exists(run.archived, Archived)
     experiment, model, round_id = tracking_names(cfg, workdir)
     merge = state.phases.get("merge")
     metrics = {**_delta_metrics(delta), **_gate_metrics(verdict), **_timings(state)}
@@ -56,7 +90,9 @@ def round_facts(cfg: LoopConfig, workdir: Path, run_id: str) -> RoundFacts:
         tags["mlflow.note.content"] = _note(verdict)
     if promotion is not None and promotion.champion_version is not None:
         tags["tuneloop.champion_version"] = str(promotion.champion_version)
-    artifacts = {rel: workdir / rel for rel in ARTIFACTS if (workdir / rel).is_file()}
+    artifacts = {
+        path.relative_to(workdir).as_posix(): path for path in artifact_files(run) if path.is_file()
+    }
     if archived is not None:
         tags.update(
             {
@@ -64,10 +100,10 @@ def round_facts(cfg: LoopConfig, workdir: Path, run_id: str) -> RoundFacts:
                 "tuneloop.manifest_sha256": archived.manifest_sha256,
             }
         )
-        manifest = Path(archived.path) / "manifest.json"
+        manifest = Path(archived.path) / MANIFEST
         if manifest.is_file():
-            artifacts["archive/manifest.json"] = manifest
-    model_dir = workdir / "merge" / "model"
+            artifacts[f"{run.archive.name}/{MANIFEST}"] = manifest
+    model_dir = run.merged_model
     return RoundFacts(
         run_id=run_id,
         experiment=experiment,
@@ -75,7 +111,7 @@ def round_facts(cfg: LoopConfig, workdir: Path, run_id: str) -> RoundFacts:
         candidate_at=(merge.ended_at if merge else None) or state.created_at,
         params=_params(cfg, state, delta),
         metrics=metrics,
-        curves=_curves(workdir / "train" / "adapter" / "metrics.jsonl"),
+        curves=_curves(run.train_metrics),
         tags=tags,
         artifacts=artifacts,
         model_dir=model_dir if model_dir.is_dir() else None,
@@ -90,7 +126,7 @@ def _params(cfg: LoopConfig, state: RunState, delta: Any) -> dict[str, str]:
     values: dict[str, Any] = {
         "base_model": cfg.base,
         "base_model_sha256": recorded_hash(state, "eval_pre", "base_model"),
-        "merged_model_sha256": merge.outputs.get("merge/model") if merge else None,
+        "merged_model_sha256": merge.outputs.get(MERGED_MODEL) if merge else None,
         "config_sha256": config_sha256(cfg),
         "suite.path": cfg.suite.path,
         "suite.revision": delta.suite_revision if delta is not None else None,
@@ -191,4 +227,4 @@ def champion_run(cfg: LoopConfig) -> str | None:
     from tuneloop.gate.promotion import champion_history
 
     history = champion_history(ledger_path(cfg))
-    return history[-1]["run_id"] if history else None
+    return history[-1].run_id if history else None

@@ -12,7 +12,9 @@ package never imports a phase.
   line, sha256 of files and folders;
 - `manifest`, `corpus`, `replay`, `trace`: the records that need nothing but this package
   (`trace`: the canonical conversation that the data and replay phases both read);
-- `catalog`: every record class, wherever it is defined.
+- `catalog`: every record class, wherever it is defined;
+- `sqlite`: the one way tuneloop opens, versions and writes its SQLite files (the gate
+  ledger, the watcher's state).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from tuneloop.records.disk import (
     write_jsonl,
 )
 from tuneloop.records.manifest import Archived, Manifest, ManifestFile, PhaseLineage
+from tuneloop.records.sqlite import SqliteFile, open_sqlite, transaction
 from tuneloop.records.trace import Trace
 
 __all__ = [
@@ -57,6 +60,7 @@ __all__ = [
     "ManifestFile",
     "PhaseLineage",
     "Record",
+    "SqliteFile",
     "Trace",
     "append_jsonl",
     "atomic_write_bytes",
@@ -65,6 +69,7 @@ __all__ = [
     "check_schema",
     "fsync_dir",
     "iter_jsonl",
+    "open_sqlite",
     "parse_record",
     "read_json",
     "read_jsonl",
@@ -77,6 +82,7 @@ __all__ = [
     "sha256_file",
     "sha256_path",
     "sha256_tree",
+    "transaction",
     "write_json",
     "write_jsonl",
     "write_record",

@@ -1,22 +1,23 @@
 """Every record tuneloop writes as an artifact, by class name: the one place to find them.
 
 Records that need nothing but this package are defined here (`manifest`, `corpus`,
-`trace`, `replay`). The
-others are defined beside the phase that writes them, because they are built from that
-phase's own types (the verdict's `Bar`, the delta report's `stats.FlipCounts`) and core must
-not import a phase or a shared library (DESIGN.md: cli → loop → phases → shared → core).
-This table names them by module, and `tuneloop.records.<Class>` loads one only when asked
-for, so importing `tuneloop.records` never imports a phase. `tests/test_records.py` fails
-when a `Record` subclass anywhere in `src/` is missing from this table.
+`trace`, `replay`). The others are defined beside the phase that writes them, because they are
+built from that phase's own types (the verdict's `Bar`, the delta report's `stats.FlipCounts`)
+and core imports no phase and no shared library (docs/design.md, §3 "Layering").
+
+Deliberately by module name, not by import: importing the classes here would make this core
+package import every phase, and close a file-level import cycle with each of them (a phase's
+record module imports `tuneloop.records`). So this table names each class's module, and
+`tuneloop.records.<Class>` loads one only when asked for; importing `tuneloop.records` never
+imports a phase. `tests/test_records.py` fails when a `Record` subclass anywhere in `src/` is
+missing from this table or listed under the wrong module.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tuneloop.records.base import Record
+from tuneloop.records.base import Record
 
 RECORDS: dict[str, tuple[str, str]] = {
     # class: (defining module, the artifact it describes)
@@ -28,18 +29,28 @@ RECORDS: dict[str, tuple[str, str]] = {
     "ReplayReport": ("tuneloop.records.replay", "<replay out>/report.json"),
     "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
     "RunBudget": ("tuneloop.train.budget", "train/adapter/budget.json (`train.max_seconds`)"),
-    "DilocoRunRecord": ("tuneloop.train.diloco", "train/adapter/diloco.json (train.diloco)"),
-    "ReplicaSummary": ("tuneloop.train.diloco", "train/adapter/replica_<i>.json (train.diloco)"),
-    "DdpRankSummary": ("tuneloop.train.plain_ddp", "<out>/ddp_rank_<r>.json (DiLoCo's reference)"),
+    "DilocoRunRecord": (
+        "tuneloop.train.distributed.diloco",
+        "train/adapter/diloco.json (train.diloco)",
+    ),
+    "ReplicaSummary": (
+        "tuneloop.train.distributed.diloco",
+        "train/adapter/replica_<i>.json (train.diloco)",
+    ),
+    "DdpRankSummary": (
+        "tuneloop.train.distributed.plain_ddp",
+        "<out>/ddp_rank_<r>.json (DiLoCo's reference)",
+    ),
     "FlywheelStatus": ("tuneloop.flywheel.status", "`tuneloop status --json`"),
     "RoundRecord": ("tuneloop.loop.rounds", "<workdir>/rounds/<id>/round.json"),
     "RoundTrigger": (
-        "tuneloop.flywheel.watch_state",
+        "tuneloop.flywheel.watch.state",
         "<workdir>/flywheel/<round>.trigger.json (tuneloop watch)",
     ),
-    "Lineage": ("tuneloop.train.merge", "merge/model/lineage.json"),
+    "Lineage": ("tuneloop.train.checkpoint.merge", "merge/model/lineage.json"),
     "DeltaReport": ("tuneloop.report.record", "report/delta.json"),
-    "SealedBar": ("tuneloop.gate.seal", "eval_post/sealed_bar.json"),
+    "SealedBar": ("tuneloop.gate.ledger.rows", "eval_post/sealed_bar.json, and in the ledger"),
+    "RoundOutcome": ("tuneloop.gate.ledger.rounds", "each end of a round, in the ledger"),
     "GateVerdict": ("tuneloop.gate.verdict_record", "gate/verdict.json"),
     "Promotion": ("tuneloop.gate.promotion", "promote/promotion.json"),
     "TrackingRecord": ("tuneloop.tracking.facts", "track/tracking.json (MLflow interop)"),
@@ -52,8 +63,6 @@ RECORDS: dict[str, tuple[str, str]] = {
 
 def record_class(name: str) -> type[Record]:
     """The record class `name`, imported from where it is defined."""
-    from tuneloop.records.base import Record
-
     module, _ = RECORDS[name]
     cls = getattr(import_module(module), name)
     if not (isinstance(cls, type) and issubclass(cls, Record)):

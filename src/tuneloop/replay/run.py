@@ -13,8 +13,9 @@ Calls go through the eval's client (`tuneloop.client`): async, one request per (
 teacher) with its own seed, connection errors / timeouts / 429 / 5xx retried with backoff and
 never scored; a call still without an answer is a `missing` row — not a failure of the teacher
 — and is asked again by the next run. 401/403/404 stop the replay with the teacher's name
-(rows so far are kept). An embedded teacher (a local model folder) is served by the registered
-`embedded` backend for the run, only when it has calls left. Every verifier's scorer is looked
+(rows so far are kept). An embedded teacher (a local model folder) is served for the run
+through `tuneloop.serving.serving()` with the `serve` section's defaults (the `embedded`
+backend), only when it has calls left. Every verifier's scorer is looked
 up before any call, so a typo costs nothing. Deliberately, the outputs are rebuilt from the
 whole log at the end of every run, so a rerun of a finished replay calls nothing, pays nothing
 (`cost_usd_this_run` 0) and writes the same rows.
@@ -30,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.client import EndpointRefused, OpenAIClient, RequestFailed
+from tuneloop.config import ServeConfig
 from tuneloop.config.replay import ReplayConfig
 from tuneloop.envkeys import Redactor, read_api_key
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, did_you_mean
 from tuneloop.records import append_jsonl
 from tuneloop.records.replay import ReplayCall, ReplayReport
-from tuneloop.registry import did_you_mean, scorers, serve_backends
+from tuneloop.registry import scorers
 from tuneloop.replay.calls import (
     Malformed,
     answered_row,
@@ -58,6 +60,7 @@ from tuneloop.replay.store import (
 )
 from tuneloop.replay.teachers import Teacher, TeachersFile, load_teachers
 from tuneloop.scorers.resolve import ScorerResolver
+from tuneloop.serving import serving
 
 
 @dataclass(frozen=True)
@@ -201,17 +204,9 @@ def _endpoints(teachers: TeachersFile, needed: set[str], out_dir: Path) -> Itera
             if t.endpoint is not None:
                 urls[t.name] = t.endpoint
                 continue
-            start = serve_backends.get("embedded")
-            endpoint = stack.enter_context(
-                start(
-                    t.embedded,
-                    host="127.0.0.1",
-                    port=0,
-                    startup_timeout_s=300.0,
-                    log_path=out_dir / f"teacher-{t.name}.log",
-                    options={},
-                )
-            )
+            assert t.embedded is not None  # a teacher gives exactly one of the two (Teacher)
+            log_path = out_dir / f"teacher-{t.name}.log"
+            endpoint = stack.enter_context(serving(t.embedded, ServeConfig(), log_path=log_path))
             urls[t.name] = endpoint.base_url
         yield urls
 

@@ -28,7 +28,8 @@ from pydantic import Field, ValidationError, model_validator
 from tuneloop.config import ConfigPath, Section, read_yaml
 from tuneloop.config.load import format_error, line_map
 from tuneloop.config.replay import ReplayConfig
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, did_you_mean
+from tuneloop.registry import scorers
 
 
 class Price(Section):
@@ -160,8 +161,6 @@ def _missing_keys(raw: list[Any], lines: dict[tuple[str, ...], int]) -> list[str
 def check_replay(cfg: ReplayConfig) -> list[tuple[str, str]]:
     """(loop.yaml key, problem) for everything wrong with a `replay:` section that can be
     known before compute: the teachers file (all its problems), the traces file, the judge."""
-    from tuneloop.registry import did_you_mean, scorers
-
     found: list[tuple[str, str]] = []
     if cfg.teachers is not None:
         try:

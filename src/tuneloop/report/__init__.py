@@ -5,12 +5,15 @@
     tuneloop power --pilot LOG [--effect 0.03]    # items needed, or the MDE
 
 From Python (the loop's report phase): `compare(pre_log, post_log, out_dir, ...)` reads and
-writes files; `compute_delta((summary, rows), (summary, rows), ...)` is the pure core. Both
-are imported lazily so that importing this package (e.g. for the CLI's help) stays cheap.
+writes files; `compute_delta((summary, rows), (summary, rows), ...)` is the pure core. The
+names of this face are imported lazily so that importing the package (e.g. for the CLI's
+help) stays cheap.
 Statistics come from `tuneloop.stats`; this package only lays out data and writes files.
 `write_capstone` (`capstone.py`) writes the loop's one-page `report.md` from the round's
-artifacts, read typed, and `html.py` the self-contained `report.html` beside it (also
-`tuneloop compare --html`).
+artifacts (`CapstoneInputs`, `VerdictView`: `inputs.py`), read typed, and `html.py` the
+self-contained `report.html` beside it (also `tuneloop compare --html`), gathered in
+`page.py`; `templating.py` holds what it shares with the flywheel's dashboard (`report.css`,
+the number filters).
 """
 
 from __future__ import annotations
@@ -22,14 +25,24 @@ if TYPE_CHECKING:
     from tuneloop.report.build import compare
     from tuneloop.report.capstone import write_capstone
     from tuneloop.report.delta import compute_delta
+    from tuneloop.report.inputs import CapstoneInputs, VerdictView
     from tuneloop.report.record import DeltaReport
 
-__all__ = ["DeltaReport", "compare", "compute_delta", "write_capstone"]
+__all__ = [
+    "CapstoneInputs",
+    "DeltaReport",
+    "VerdictView",
+    "compare",
+    "compute_delta",
+    "write_capstone",
+]
 
 _LAZY = {
     "compare": "tuneloop.report.build",
     "compute_delta": "tuneloop.report.delta",
     "DeltaReport": "tuneloop.report.record",
+    "CapstoneInputs": "tuneloop.report.inputs",
+    "VerdictView": "tuneloop.report.inputs",
     "write_capstone": "tuneloop.report.capstone",
 }
 

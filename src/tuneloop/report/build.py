@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from tuneloop.errors import InputError
 from tuneloop.records import atomic_write_text, write_record
 from tuneloop.report.delta import Log, Settings, align, delta_from_items
+from tuneloop.report.figures import plot_items, plot_passk
 from tuneloop.report.markdown import render_markdown
 from tuneloop.report.record import DeltaReport
 from tuneloop.samplelog import SUMMARY_FILE, load_sample_log
@@ -26,8 +28,6 @@ ITEMS_FIGURE = "items.png"
 def load_log(path: Path, scorer: str | None = None) -> Log:
     """Read a sample log (on `scorer`'s output when given); a missing one names the command
     that writes it."""
-    from tuneloop.errors import InputError
-
     path = Path(path)
     folder = path.parent if path.is_file() else path
     if not (folder / SUMMARY_FILE).exists():
@@ -63,8 +63,6 @@ def compare(
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     if figures:
-        from tuneloop.report.figures import plot_items, plot_passk
-
         plot_passk(report, out_dir / PASSK_FIGURE)
         plot_items(paired.pre_scores, paired.post_scores, report, out_dir / ITEMS_FIGURE)
     atomic_write_text(out_dir / MARKDOWN_FILE, render_markdown(report))

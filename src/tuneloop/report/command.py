@@ -34,19 +34,19 @@ def compare(
     from rich.console import Console
 
     from tuneloop.errors import require_writable_dir
+    from tuneloop.report.build import DELTA_FILE, MARKDOWN_FILE
     from tuneloop.report.build import compare as run_compare
+    from tuneloop.report.html import HTML_FILE, write_compare_html
 
     require_writable_dir(out, "--out")
     if html is not None:
         # a folder (an existing one, or --out itself) gets report.html inside it
-        html = html / "report.html" if html.is_dir() or html.resolve() == out.resolve() else html
+        html = html / HTML_FILE if html.is_dir() or html.resolve() == out.resolve() else html
         require_writable_dir(html.parent, "--html")
     console = Console(stderr=True)
     with console.status("comparing sample logs…"):
         r = run_compare(pre_log, post_log, out, settings, figures=figures)
         if html is not None:
-            from tuneloop.report.html import write_compare_html
-
             write_compare_html(html, r, pre_log, post_log)
     lo, hi = r.delta_ci
     typer.echo(
@@ -54,7 +54,7 @@ def compare(
         f"[{lo:+.4f}, {hi:+.4f}] ({r.settings.confidence:.0%}), p two-sided = "
         f"{r.p_two_sided:.3g}, one-sided = {r.p_greater:.3g}; {r.n_items} items"
     )
-    typer.echo(f"wrote {out / 'delta.json'} and {out / 'delta.md'}")
+    typer.echo(f"wrote {out / DELTA_FILE} and {out / MARKDOWN_FILE}")
     if html is not None:
         typer.echo(f"wrote {html}")
 

@@ -20,30 +20,12 @@ from typing import Any
 from tuneloop.config import LoopConfig
 from tuneloop.records import atomic_write_text
 from tuneloop.records.run import RunView
-from tuneloop.report.capstone import CapstoneInputs, VerdictView
+from tuneloop.report.inputs import CapstoneInputs, VerdictView
 from tuneloop.report.page import Page, bar_json, compare_page, run_page
 from tuneloop.report.record import DeltaReport
+from tuneloop.report.templating import NUMBER_FILTERS, TEMPLATES
 
 HTML_FILE = "report.html"
-TEMPLATES = Path(__file__).parent / "templates"
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
-def _pp(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:+.1f}"
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "n/a"
-    return f"{p:.3g}" if p >= 1e-4 else f"{p:.2e}"
-
-
-def _seconds(s: float | None) -> str:
-    return "—" if s is None else f"{s:.1f}"
 
 
 def _code(text: str | None) -> Any:
@@ -63,7 +45,7 @@ def _env() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(code=_code, pct=_pct, pp=_pp, p=_p, seconds=_seconds, bar_json=bar_json)
+    env.filters.update(NUMBER_FILTERS, code=_code, bar_json=bar_json)
     return env
 
 

@@ -22,11 +22,12 @@ from tuneloop.records import canonical_json, read_record_if_exists, sha256_bytes
 from tuneloop.records.corpus import CorpusProvenance
 from tuneloop.records.run import RunView
 from tuneloop.records.train_metrics import METRICS_FILE, read_train_metrics
-from tuneloop.report import svg
-from tuneloop.report.capstone import CapstoneInputs, VerdictView
 from tuneloop.report.flips import Flips, read_flips
+from tuneloop.report.inputs import CapstoneInputs, VerdictView
 from tuneloop.report.markdown import TRUNCATION_GAP
 from tuneloop.report.record import DeltaReport
+from tuneloop.report.svg import ForestRow, Series, forest, lines
+from tuneloop.samplelog import EvalSummary
 
 CURVES = ("loss", "reward_mean", "kl", "learning_rate", "mean_token_accuracy", "grad_norm")
 """Training quantities drawn, in this order, when the log has them."""
@@ -99,18 +100,18 @@ class Page:
 def delta_charts(d: DeltaReport) -> list[Chart]:
     """The forest plot (overall Δ, then each tag) and the pass@k curves with bands."""
     conf = f"{d.settings.confidence:.0%}"
-    rows = [svg.ForestRow(f"all items (n={d.n_items})", d.delta, *d.delta_ci, bold=True)]
-    rows += [svg.ForestRow(f"{t.tag} (n={t.n_items})", t.delta, *t.delta_ci) for t in d.per_tag]
+    rows = [ForestRow(f"all items (n={d.n_items})", d.delta, *d.delta_ci, bold=True)]
+    rows += [ForestRow(f"{t.tag} (n={t.n_items})", t.delta, *t.delta_ci) for t in d.per_tag]
     pk = d.passk
     k = [float(x) for x in pk.k]
     curves = [
-        svg.Series(name, k, band.value, band.low, band.high)
+        Series(name, k, band.value, band.low, band.high)
         for name, band in (("pre", pk.pre), ("post", pk.post))
     ]
     charts = [
         Chart(
             f"Paired Δ (post − pre) with {conf} bootstrap CIs, overall and per tag",
-            svg.forest(rows),
+            forest(rows),
         ),
     ]
     if len(k) > 1:  # with one sample per item pass@k is pass@1, the mean score above
@@ -118,7 +119,7 @@ def delta_charts(d: DeltaReport) -> list[Chart]:
             Chart(
                 f"pass@k (unbiased, Chen et al. 2021) with {conf} bands; a sample is correct "
                 f"at score ≥ {pk.correct_threshold:g}",
-                svg.lines(curves, x_label="k", y_label="pass@k", y_range=(0.0, 1.0)),
+                lines(curves, x_label="k", y_label="pass@k", y_range=(0.0, 1.0)),
             )
         )
     return charts
@@ -178,8 +179,8 @@ def training_charts(path: Path) -> list[Chart]:
                 xs.append(float(r.step))
                 ys.append(v)
         if by_phase:
-            series = [svg.Series(phase, xs, ys) for phase, (xs, ys) in by_phase.items()]
-            chart = svg.lines(series, x_label="step", y_label=name, height=200)
+            series = [Series(phase, xs, ys) for phase, (xs, ys) in by_phase.items()]
+            chart = lines(series, x_label="step", y_label=name, height=200)
             charts.append(
                 Chart(f"{name} ({sum(len(x) for x, _ in by_phase.values())} points)", chart)
             )
@@ -217,8 +218,6 @@ def run_page(
     cfg: LoopConfig, run: RunView, inputs: CapstoneInputs, verdict: VerdictView | None
 ) -> Page:
     """The capstone's page: every section, each read from its artifact."""
-    from tuneloop.samplelog import EvalSummary
-
     page = Page(
         title=f"tuneloop run {run.run_id} — {cfg.name}",
         subtitle=f"base model {cfg.base_model}; suite {cfg.suite.path}",

@@ -28,9 +28,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tuneloop.envs import as_trace, call_signature
+from tuneloop.plugins import Score, ScoreFn
 from tuneloop.registry import scorers
 from tuneloop.samplelog import AgentTrace, ToolCall
-from tuneloop.scorers.base import Score, ScoreFn, reads_trajectory, scorer
+from tuneloop.scorers.base import reads_trajectory, scorer
 from tuneloop.scorers.resolve import ResolvedScorer
 
 _WELL_FORMED = ("ok", "failed")

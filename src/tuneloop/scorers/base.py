@@ -1,7 +1,8 @@
-"""The scorer protocol, shared by evaluate (scores) and train (GRPO rewards).
+"""Registering scorers, shared by evaluate (scores) and train (GRPO rewards).
 
 A scorer is a small factory registered by name (`@scorer("numeric", inline=True)`) that returns
-a callable `score(item, completion) -> Score`. `item` is the suite item as a plain dict (its
+a callable `score(item, completion) -> Score` (the protocols and `Score` are core:
+`tuneloop.plugins`). `item` is the suite item as a plain dict (its
 reference fields such as `answer`, `tests`, `choices`, plus any `scorer_args`); `completion`
 is untrusted model output. A scorer never raises on bad model output: it returns 0 with a
 reason in `detail`.
@@ -20,32 +21,12 @@ agent sample's final answer, and an unfinished trajectory scores 0 without reach
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
+from tuneloop.plugins import ScorerFactory
 from tuneloop.registry import scorers
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-@dataclass(frozen=True)
-class Score:
-    value: float
-    """In [0, 1]."""
-    detail: dict[str, Any] = field(default_factory=dict)
-    """What was extracted and why it scored as it did."""
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.value <= 1.0:
-            raise ValueError(f"score must be in [0, 1] (got {self.value})")
-
-
-class ScoreFn(Protocol):
-    def __call__(self, item: dict[str, Any], completion: str) -> Score: ...
-
-
-class ScorerFactory(Protocol):
-    def __call__(self, **kwargs: Any) -> ScoreFn: ...
+F = TypeVar("F", bound=ScorerFactory)
 
 
 def scorer(name: str, *, inline: bool = False, trajectory: bool = False) -> Callable[[F], F]:
@@ -54,7 +35,8 @@ def scorer(name: str, *, inline: bool = False, trajectory: bool = False) -> Call
     def deco(factory: F) -> F:
         factory.inline = inline  # type: ignore[attr-defined]
         factory.trajectory = trajectory  # type: ignore[attr-defined]
-        return scorers.register(name)(factory)
+        scorers.register(name)(factory)
+        return factory
 
     return deco
 

@@ -19,7 +19,8 @@ import json
 import re
 from typing import Any
 
-from tuneloop.scorers.base import Score, ScoreFn, scorer
+from tuneloop.plugins import Score, ScoreFn
+from tuneloop.scorers.base import scorer
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n(.*?)```", re.DOTALL)
 _NOTHING = object()

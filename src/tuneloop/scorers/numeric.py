@@ -21,7 +21,8 @@ import math
 import re
 from typing import Any
 
-from tuneloop.scorers.base import Score, ScoreFn, scorer
+from tuneloop.plugins import Score, ScoreFn
+from tuneloop.scorers.base import scorer
 
 # A number not glued to a preceding word character or dot (so "x2" and "v1.5" are not signed
 # negatives and "5-3" does not yield -3).

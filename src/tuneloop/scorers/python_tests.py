@@ -21,7 +21,8 @@ import dataclasses
 import re
 from typing import Any
 
-from tuneloop.scorers.base import Score, ScoreFn, scorer
+from tuneloop.plugins import Score, ScoreFn
+from tuneloop.scorers.base import scorer
 from tuneloop.scorers.sandbox import Limits, run_python
 
 _FENCE = re.compile(r"```([a-zA-Z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)

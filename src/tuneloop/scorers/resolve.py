@@ -21,8 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tuneloop.plugins import ScoreFn
 from tuneloop.registry import scorers
-from tuneloop.scorers.base import ScoreFn, reads_trajectory, runs_inline
+from tuneloop.scorers.base import reads_trajectory, runs_inline
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ import re
 import string
 from typing import Any
 
-from tuneloop.scorers.base import Score, ScoreFn, scorer
+from tuneloop.plugins import Score, ScoreFn
+from tuneloop.scorers.base import scorer
 
 _STRIP = string.punctuation + string.whitespace + "“”‘’"
 

@@ -1,23 +1,23 @@
 """The built-in serving backends, registered in `tuneloop.registry.serve_backends`.
 
-A backend is a context-manager factory `(model, *, host, port, startup_timeout_s, log_path,
-options, arm, decoding) -> ContextManager[Endpoint]`.
+A backend is a `tuneloop.endpoint.ServeBackend`, which `tuneloop.serving.serving` calls:
+`(model, config, *, log_path, arm, decoding) -> ContextManager[Endpoint]`, where `config` is the
+typed `serve` section (`ServeConfig`) and each backend reads its own part of it. Defaults and
+refusals are the config models' own (`tuneloop.config.models`): nothing here restates them.
 
-- `embedded`: `python -m tuneloop.serve.app MODEL_DIR` in its own process group (CPU default);
-  a `Decoding` contract reaches it as `--stop-token-ids`.
-- `vllm`: `vllm serve MODEL …` built by `vllm_argv` from the `serve.vllm` settings (tool
-  calling with `serve.vllm.tool_call_parser`); the API key, if any, reaches vLLM through
-  `VLLM_API_KEY` in its environment, never through argv. A
-  `Decoding` contract is written to a generation_config.json that both arms load through
-  `--generation-config DIR` (vLLM's stop ids and sampling defaults come from it).
+- `embedded`: `python -m tuneloop.serve.app MODEL_DIR` in its own process group (CPU default),
+  with the `ServerConfig` keys as its options (`embedded_argv`); a `Decoding` contract reaches
+  it as `--stop-token-ids`.
+- `vllm`: `vllm serve MODEL …` built by `vllm_argv` from `serve.vllm` (tool calling with
+  `serve.vllm.tool_call_parser`); the API key (`serve.api_key_env`), if any, reaches vLLM
+  through `VLLM_API_KEY` in its environment, never through argv. A `Decoding` contract is
+  written to a generation_config.json that both arms load through `--generation-config DIR`
+  (vLLM's stop ids and sampling defaults come from it).
 - `external`: any OpenAI-compatible base URL; nothing is started, readiness is `/models` plus
   one real completion. Each arm names its own model (`serve.external.pre` / `.post`); the
   `model` argument (a local checkpoint) is not what it serves and is never its identity. The
   API key is read from the env var the config names and is never written to config, logs or
   artifacts.
-
-`options` may hold the flattened settings of every backend (the loop passes the whole `serve`
-section); keys that belong to another backend are ignored, unknown keys are an `InputError`.
 """
 
 from __future__ import annotations
@@ -25,47 +25,27 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from tuneloop.config import ExternalConfig, ServerConfig, VllmConfig
+import httpx
+
+from tuneloop.config import ExternalConfig, ServeConfig, ServerConfig, VllmConfig
 from tuneloop.config.options import flag
+from tuneloop.endpoint import Arm, Decoding, Endpoint
 from tuneloop.envkeys import read_api_key
 from tuneloop.errors import InputError, PhaseFailed
-from tuneloop.registry import did_you_mean, serve_backends
-from tuneloop.serve import Arm, Decoding, Endpoint
+from tuneloop.registry import serve_backends
 from tuneloop.serve.lifecycle import Launch, free_port, launched, log_file, probe
 
-EMBEDDED_KEYS = set(ServerConfig.model_fields) - {"host", "port"}
-VLLM_KEYS = set(VllmConfig.model_fields) | {"api_key_env"}
-EXTERNAL_KEYS = set(ExternalConfig.model_fields)
-# ServeConfig's own fields that the loop may pass along; serving() takes them as arguments.
-COMMON_KEYS = {"backend", "host", "port", "startup_timeout_s"}
-ALL_KEYS = EMBEDDED_KEYS | VLLM_KEYS | EXTERNAL_KEYS | COMMON_KEYS | {"vllm", "external"}
-
-
-def select_options(options: dict[str, Any], backend: str, allowed: set[str]) -> dict[str, Any]:
-    """The options for `backend`: a nested `vllm:`/`external:` section is flattened into the
-    top level; other backends' keys are dropped; unknown keys raise `InputError`."""
-    if "model" in options or "model" in (options.get("external") or {}):
-        raise InputError(
-            "serve.external.model names one model for both arms and is no longer accepted; "
-            "give serve.external.pre.model and serve.external.post.model"
-        )
-    unknown = sorted(k for k in options if k not in ALL_KEYS)
-    if unknown:
-        hints = "".join(did_you_mean(k, ALL_KEYS) for k in unknown)
-        raise InputError(f"serve: unknown option(s) {', '.join(unknown)}{hints}")
-    flat = {k: v for k, v in options.items() if k in allowed and k not in ("vllm", "external")}
-    nested = options.get(backend)
-    if isinstance(nested, dict):
-        flat.update(nested)  # the backend's own section wins over the flat keys
-    return {k: v for k, v in flat.items() if k in allowed}
+SPAWNED_KEYS = tuple(sorted(set(ServerConfig.model_fields) - {"host", "port"}))
+"""The `ServerConfig` keys the spawned embedded server takes as options (host and port are
+given on their own: the flywheel's service binds its own)."""
 
 
 def _model_dir(model: str | Path) -> Path:
@@ -79,14 +59,15 @@ def _model_dir(model: str | Path) -> Path:
 
 
 def embedded_argv(
-    model_dir: Path, host: str, port: int, opts: dict[str, Any], decoding: Decoding | None = None
+    model_dir: Path, host: str, port: int, server: ServerConfig, decoding: Decoding | None = None
 ) -> list[str]:
     """The `python -m tuneloop.serve.app` command line (no secrets: only the key's env var)."""
     argv = [sys.executable, "-m", "tuneloop.serve.app", str(model_dir), "--host", host]
     argv += ["--port", str(port)]
-    for key in sorted(EMBEDDED_KEYS):  # the spawned server's options are ServerConfig's too
-        if opts.get(key) is not None:
-            argv += [flag((key,)), str(opts[key])]
+    for key in SPAWNED_KEYS:  # the spawned server's options are ServerConfig's too
+        value = getattr(server, key)
+        if value is not None:
+            argv += [flag((key,)), str(value)]
     if decoding is not None:
         argv += ["--stop-token-ids", ",".join(str(i) for i in decoding.stop_token_ids)]
     return argv
@@ -96,30 +77,26 @@ def embedded_argv(
 @contextmanager
 def embedded(
     model: str | Path,
+    config: ServeConfig,
     *,
-    host: str,
-    port: int,
-    startup_timeout_s: float,
     log_path: Path | None,
-    options: dict[str, Any],
     arm: Arm | None = None,
     decoding: Decoding | None = None,
 ) -> Iterator[Endpoint]:
     """FastAPI + transformers with request batching, in a child process."""
-    opts = select_options(options, "embedded", EMBEDDED_KEYS)
     model_dir = _model_dir(model)
-    api_key = read_api_key(opts.get("api_key_env"), "serve.api_key_env")
+    api_key = read_api_key(config.api_key_env, "serve.api_key_env")
     with log_file(log_path) as log, tempfile.TemporaryDirectory(prefix="tuneloop-port-") as tmp:
         port_file = Path(tmp) / "port"
-        argv = embedded_argv(model_dir, host, port, opts, decoding)
+        argv = embedded_argv(model_dir, config.host, config.port, config, decoding)
         argv += ["--port-file", str(port_file), "--parent-pid", str(os.getpid())]
         launch = Launch(
             argv=argv,
             served_model=str(model),
-            host=host,
-            port=port or None,
+            host=config.host,
+            port=config.port or None,
             port_file=port_file,
-            startup_timeout_s=startup_timeout_s,
+            startup_timeout_s=config.startup_timeout_s,
             log_path=log,
             api_key=api_key,
             # A local folder needs no hub; offline mode turns a typo into an error, not a hang.
@@ -129,51 +106,43 @@ def embedded(
             yield Endpoint(base_url, str(model), api_key, pid, decoding_applied=bool(decoding))
 
 
-def vllm_argv(model: str | Path, host: str, port: int, opts: dict[str, Any]) -> list[str]:
+def vllm_argv(model: str | Path, host: str, port: int, vllm: VllmConfig) -> list[str]:
     """The `vllm serve` command line for the `serve.vllm` settings."""
-    argv = [str(opts.get("executable") or "vllm"), "serve", str(model)]
-    argv += ["--host", host, "--port", str(port)]
-    argv += ["--dtype", str(opts.get("dtype") or "auto")]
-    if opts.get("max_model_len") is not None:
-        argv += ["--max-model-len", str(opts["max_model_len"])]
-    argv += ["--gpu-memory-utilization", str(opts.get("gpu_memory_utilization", 0.9))]
-    argv += ["--tensor-parallel-size", str(opts.get("tensor_parallel_size", 1))]
-    argv += ["--data-parallel-size", str(opts.get("data_parallel_size", 1))]
-    if opts.get("tool_call_parser"):
-        argv += ["--enable-auto-tool-choice", "--tool-call-parser", str(opts["tool_call_parser"])]
-    return argv + [str(a) for a in opts.get("extra_args") or []]
+    argv = [vllm.executable, "serve", str(model), "--host", host, "--port", str(port)]
+    argv += ["--dtype", vllm.dtype]
+    if vllm.max_model_len is not None:
+        argv += ["--max-model-len", str(vllm.max_model_len)]
+    argv += ["--gpu-memory-utilization", str(vllm.gpu_memory_utilization)]
+    argv += ["--tensor-parallel-size", str(vllm.tensor_parallel_size)]
+    argv += ["--data-parallel-size", str(vllm.data_parallel_size)]
+    if vllm.tool_call_parser:
+        argv += ["--enable-auto-tool-choice", "--tool-call-parser", vllm.tool_call_parser]
+    return argv + list(vllm.extra_args)
 
 
 @serve_backends.register("vllm")
 @contextmanager
 def vllm(
     model: str | Path,
+    config: ServeConfig,
     *,
-    host: str,
-    port: int,
-    startup_timeout_s: float,
     log_path: Path | None,
-    options: dict[str, Any],
     arm: Arm | None = None,
     decoding: Decoding | None = None,
 ) -> Iterator[Endpoint]:
     """`vllm serve` in its own process group (vLLM is not imported here)."""
-    import signal
-
-    opts = select_options(options, "vllm", VLLM_KEYS)
-    executable = str(opts.get("executable") or "vllm")
-    if shutil.which(executable) is None:
+    if shutil.which(config.vllm.executable) is None:
         raise InputError(
-            f"serve.vllm.executable: {executable!r} not found on PATH; "
+            f"serve.vllm.executable: {config.vllm.executable!r} not found on PATH; "
             "install it with `pip install 'tuneloop[vllm]'`"
         )
-    api_key = read_api_key(opts.get("api_key_env"), "serve.api_key_env")
+    api_key = read_api_key(config.api_key_env, "serve.api_key_env")
     env = dict(os.environ)
     if api_key:
         env["VLLM_API_KEY"] = api_key
-    port = port or free_port(host)  # vLLM cannot report a port it picked itself
+    port = config.port or free_port(config.host)  # vLLM cannot report a port it picked itself
     with log_file(log_path) as log, tempfile.TemporaryDirectory(prefix="tuneloop-gen-") as tmp:
-        argv = vllm_argv(model, host, port, opts)
+        argv = vllm_argv(model, config.host, port, config.vllm)
         if decoding is not None:
             # vLLM reads its stop ids and sampling defaults from this folder's
             # generation_config.json instead of the checkpoint's: the same file for both arms.
@@ -183,9 +152,9 @@ def vllm(
         launch = Launch(
             argv=argv,
             served_model=str(model),
-            host=host,
+            host=config.host,
             port=port,
-            startup_timeout_s=startup_timeout_s,
+            startup_timeout_s=config.startup_timeout_s,
             log_path=log,
             env=env,
             api_key=api_key,
@@ -196,8 +165,6 @@ def vllm(
 
 
 def _wait_external(base_url: str, model: str, api_key: str | None, timeout_s: float) -> None:
-    import httpx
-
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     deadline = time.monotonic() + timeout_s
     problem = "no attempt"
@@ -217,33 +184,21 @@ def _wait_external(base_url: str, model: str, api_key: str | None, timeout_s: fl
     raise PhaseFailed(f"external endpoint {base_url} (model {model!r}) not ready: {problem}")
 
 
-def external_arm(opts: dict[str, Any], arm: Arm | None) -> tuple[str, str]:
-    """(base_url, model) of `arm` from the `serve.external` options; refuses the same model
-    for both arms unless `aa_control` is set."""
+def external_arm(external: ExternalConfig, arm: Arm | None) -> tuple[str, str]:
+    """(base_url, model) of `arm` from `serve.external`. That both arms are given, and that
+    they differ unless `aa_control` is set, is the config's own rule (`ServeConfig`)."""
     if arm not in ("pre", "post"):
         raise InputError(
             "the external backend serves one arm of a comparison: call serving(..., arm='pre') "
             "or arm='post' (configured as serve.external.pre / serve.external.post)"
         )
-    ends = {}
-    for side in ("pre", "post"):
-        section = opts.get(side) or {}
-        url = str(section.get("base_url") or opts.get("base_url") or "").rstrip("/")
-        ends[side] = (url, str(section.get("model") or ""))
-    base_url, name = ends[arm]
-    if not base_url.startswith(("http://", "https://")):
+    base_url, name = external.arm_endpoint(arm)
+    if not (base_url or "").startswith(("http://", "https://")):
         raise InputError(
             f"serve.external.{arm}.base_url (or serve.external.base_url): expected an http(s) "
             "URL ending in /v1"
         )
-    if not name:
-        raise InputError(f"serve.external.{arm}.model: required (the model the {arm} arm asks for)")
-    if ends["pre"] == ends["post"] and not opts.get("aa_control"):
-        raise InputError(
-            f"serve.external.pre and serve.external.post are the same model ({name!r} at "
-            f"{base_url}); name the trained model in serve.external.post.model, or set "
-            "serve.external.aa_control: true for a deliberate A/A control"
-        )
+    assert base_url is not None and name is not None  # ServeConfig requires both (external)
     return base_url, name
 
 
@@ -251,43 +206,40 @@ def external_arm(opts: dict[str, Any], arm: Arm | None) -> tuple[str, str]:
 @contextmanager
 def external(
     model: str | Path,
+    config: ServeConfig,
     *,
-    host: str,
-    port: int,
-    startup_timeout_s: float,
     log_path: Path | None,
-    options: dict[str, Any],
     arm: Arm | None = None,
     decoding: Decoding | None = None,
 ) -> Iterator[Endpoint]:
     """An endpoint someone else runs, one model per arm; `model` (a local checkpoint) is only
     named in the log, never requested nor used as the identity."""
-    opts = select_options(options, "external", EXTERNAL_KEYS)
-    base_url, name = external_arm(opts, arm)
-    env_var = opts.get("api_key_env")
-    api_key = read_api_key(env_var, "serve.external.api_key_env")
+    ext = config.external
+    base_url, name = external_arm(ext, arm)
+    api_key = read_api_key(ext.api_key_env, "serve.external.api_key_env")
+    replicas = external_replicas(ext, arm)
     if log_path is not None:
         with open(log_path, "a") as log:
-            key_note = f"key from ${env_var}" if env_var else "no key"
-            aa = ", A/A control" if opts.get("aa_control") else ""
+            key_note = f"key from ${ext.api_key_env}" if ext.api_key_env else "no key"
+            aa = ", A/A control" if ext.aa_control else ""
             log.write(
                 f"external endpoint {base_url} model {name!r} for arm {arm}{aa} ({key_note})"
-                f"{''.join(f', replica {u}' for u in external_replicas(opts, arm))}\n"
+                f"{''.join(f', replica {u}' for u in replicas)}\n"
             )
             if decoding is not None:
                 log.write(
                     "decoding contract not applied: an external endpoint decodes as its owner "
                     "configured it\n"
                 )
-    replicas = external_replicas(opts, arm)
     for url in (base_url, *replicas):
-        _wait_external(url, name, api_key, startup_timeout_s)
+        _wait_external(url, name, api_key, config.startup_timeout_s)
     yield Endpoint(base_url, name, api_key, None, identity=name, replicas=replicas)
 
 
-def external_replicas(opts: dict[str, Any], arm: Arm | None) -> tuple[str, ...]:
+def external_replicas(external: ExternalConfig, arm: Arm | None) -> tuple[str, ...]:
     """An external arm's further replicas (`serve.external.<arm>.replicas`), checked."""
-    urls = tuple(str(u).rstrip("/") for u in (opts.get(str(arm)) or {}).get("replicas") or ())
+    section = external.post if arm == "post" else external.pre
+    urls = tuple(url.rstrip("/") for url in section.replicas)
     for i, url in enumerate(urls):
         if not url.startswith(("http://", "https://")):
             raise InputError(

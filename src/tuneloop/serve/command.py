@@ -1,22 +1,37 @@
-"""`tuneloop serve MODEL_DIR`: run the embedded OpenAI-compatible server in the foreground.
+"""The serve phase's commands: `tuneloop serve MODEL_DIR` and `tuneloop proxy --upstream URL`.
 
-Also runnable without the CLI table as `python -m tuneloop.serve.app MODEL_DIR --port N`
-(that is what `serving()` spawns; see `app.py`). Its settings options are generated from
+    tuneloop serve examples/arith/model --port 8000
+    tuneloop proxy --upstream http://127.0.0.1:8000 --port 8100 --log-dir runs/traffic
+
+`serve` runs the embedded OpenAI-compatible server (`embedded/`) in the foreground; it is also
+runnable without the CLI table as `python -m tuneloop.serve.app MODEL_DIR --port N` (that is
+what the `embedded` backend spawns; see `app.py`). Its settings options are generated from
 `ServerConfig` (one definition with loop.yaml's `serve:` keys; the foreground default port is
-8000). Nothing heavy is imported at module level.
+8000).
+
+`proxy` runs the reverse proxy (`proxy/`: switchable upstream, admin routes, 502s) with, under
+`--log-dir`, the traffic log and `POST /v1/feedback` (`traffic/`). Bad options (a URL that is
+not http(s), an unwritable or already-used log folder, an unset key variable) exit 2 before
+anything binds; a busy port exits 3, like `tuneloop serve`.
+
+Nothing heavy is imported at module level (FastAPI and aiohttp only when a command runs), so
+`tuneloop --help` stays fast.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tuneloop.config import ServerConfig
 from tuneloop.config.options import settings_options
 from tuneloop.envkeys import read_api_key
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, require_writable_dir
+
+if TYPE_CHECKING:
+    from tuneloop.serve.traffic import TrafficLog
 
 
 @settings_options(ServerConfig, param="config", defaults={"port": 8000})
@@ -48,8 +63,7 @@ def serve(
 
     The settings options are loop.yaml's `serve:` keys for the embedded server.
     """
-    from tuneloop.serve.routes import ServerSettings
-    from tuneloop.serve.server import run_server
+    from tuneloop.serve.embedded import ServerSettings, run_server  # FastAPI
 
     if not (model_dir / "config.json").is_file():
         raise InputError(f"{model_dir}: not a model folder (expected config.json in it)")
@@ -77,3 +91,70 @@ def _token_ids(text: str | None) -> tuple[int, ...] | None:
     if not ids:
         raise InputError("--stop-token-ids: give at least one token id")
     return ids
+
+
+def proxy(
+    upstream: Annotated[
+        str,
+        typer.Option(help="Base URL to forward to: http://host:port, with or without /v1."),
+    ],
+    host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port to bind; 0 picks a free one.")
+    ] = 8100,
+    log_dir: Annotated[
+        Path | None,
+        typer.Option(help="Log completions and feedback here (traffic.jsonl, scrubbed)."),
+    ] = None,
+    max_body_bytes: Annotated[int, typer.Option(min=1, help="Largest request body forwarded.")] = 1
+    << 20,
+    max_log_bytes: Annotated[
+        int, typer.Option(min=1024, help="Rotate traffic.jsonl past this size.")
+    ] = 256 << 20,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(help="Require `Authorization: Bearer $VAR` from clients (names the var)."),
+    ] = None,
+    upstream_key_env: Annotated[
+        str | None, typer.Option(help="Send `Authorization: Bearer $VAR` to the upstream.")
+    ] = None,
+    admin_token_env: Annotated[
+        str | None, typer.Option(help="Also require this bearer token on /admin routes.")
+    ] = None,
+    read_timeout: Annotated[
+        float, typer.Option(min=1, help="Seconds to wait for the upstream's next byte.")
+    ] = 600.0,
+    port_file: Annotated[str | None, typer.Option(hidden=True)] = None,
+) -> None:
+    """Proxy http://HOST:PORT/v1 to UPSTREAM, logging traffic and feedback with --log-dir."""
+    from tuneloop.serve.proxy import ProxySettings, normalize_upstream, run_proxy  # aiohttp
+
+    try:
+        base = normalize_upstream(upstream)
+    except InputError as err:
+        raise InputError(f"--upstream: {err}") from None
+    settings = ProxySettings(
+        upstream=base,
+        max_body_bytes=max_body_bytes,
+        api_key=read_api_key(api_key_env, "--api-key-env"),
+        upstream_key=read_api_key(upstream_key_env, "--upstream-key-env"),
+        admin_token=read_api_key(admin_token_env, "--admin-token-env"),
+        read_timeout_s=read_timeout,
+    )
+    log = _open_log(log_dir, max_log_bytes) if log_dir is not None else None
+    rc = run_proxy(settings, host=host, port=port, log=log, port_file=port_file)
+    if rc:
+        raise typer.Exit(rc)
+
+
+def _open_log(log_dir: Path, max_bytes: int) -> TrafficLog:
+    from tuneloop.serve.traffic import TrafficLog  # FastAPI
+
+    require_writable_dir(log_dir, "--log-dir")
+    log = TrafficLog(log_dir, max_bytes=max_bytes)
+    if log.error is not None:
+        log.close()
+        raise InputError(f"--log-dir: {log.error}")
+    return log

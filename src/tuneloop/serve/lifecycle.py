@@ -11,6 +11,10 @@
 3. on exit, SIGTERM the whole group, SIGKILL it after a grace period, and wait until no
    member is left, so that the memory is free before the next phase starts.
 
+The server's side of the same hygiene is here too, so that both ends agree on it: `bind`
+(the socket bound before the model loads) and `EXIT_BIND` (the status of a busy port), used by
+the embedded server (`embedded/server.py`) and the proxy (`proxy/app.py`), and `set_pdeathsig`.
+
 Caveat (Linux semantics): the parent-death signal fires when the *thread* that spawned the
 server exits, so enter `serving()` in the thread that will stay alive while it is used.
 """
@@ -35,7 +39,9 @@ import httpx
 from tuneloop.errors import InputError, PhaseFailed
 
 PR_SET_PDEATHSIG = 1
-EXIT_BIND = 3  # app.EXIT_BIND, repeated here so the parent does not import FastAPI
+EXIT_BIND = 3
+"""A server's exit status when it cannot bind its port (the embedded server's and the proxy's);
+defined here, on the parent's side, so that the parent needs no FastAPI to recognise it."""
 GRACE_S = 10.0
 PROBE_MESSAGES = [{"role": "user", "content": "Hello"}]
 
@@ -78,6 +84,19 @@ def port_in_use(host: str, port: int) -> bool:
         except OSError:
             return True
     return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket a server binds before anything slow (its model, its upstream), so
+    that a busy port fails in milliseconds with `EXIT_BIND`; inheritable, for uvicorn."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
+    # without it each response (headers, then body) waits ~40 ms for a delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
 
 
 def free_port(host: str) -> int:

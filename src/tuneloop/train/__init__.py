@@ -1,26 +1,20 @@
 """Phase `train`: SFT / GRPO / DPO with LoRA on TRL + PEFT, merge, and checkpoint doctor.
 
-    train(method, base, data, out_dir, settings, ...) -> adapter dir
-    merge(base, adapter | None, out_dir) -> merged checkpoint dir
-    doctor(model_dir, fix_stop_tokens=False) -> DoctorReport (.ok, .checks)
+    from tuneloop.train.run import train          # train(base, data, out_dir, settings, ...)
+    from tuneloop.train.checkpoint import merge, doctor
 
-Heavy libraries are imported inside the functions, so importing this package is cheap.
+- `run.py`: `train` (validate, refuse contamination, train in or out of process, record,
+  publish); `command.py`: `tuneloop train`, `tuneloop merge`, `tuneloop doctor`;
+- the method-agnostic core: `settings.py` (`TrainSettings`, `TrainRunRecord`), `data.py`
+  (rows per method), `hygiene.py` (contamination), `common.py` (model, tokenizer, LoRA, TRL
+  arguments), `strategy.py` (`train.distributed` as TRL arguments), and what every trainer runs
+  under: `health.py` (`fit`), `budget.py` (`train.max_seconds`), `metrics.py`
+  (metrics.jsonl), `resume.py` (checkpoints to resume from);
+- `methods/`: the training methods, registered in `tuneloop.registry.trainers`;
+- `distributed/`: more than one process (torchrun / accelerate workers, DiLoCo replicas, the
+  plain DDP reference);
+- `checkpoint/`: the trained model as a checkpoint to serve (merge, doctor, decoding metadata).
+
+Heavy libraries are imported inside the functions (and by the method modules, which only
+load when a trainer runs), so importing `run` or `command` stays cheap and torch-free.
 """
-
-from __future__ import annotations
-
-from tuneloop.train.doctor import Check, DoctorReport, doctor
-from tuneloop.train.merge import Lineage, merge
-from tuneloop.train.run import train
-from tuneloop.train.settings import TrainRunRecord, TrainSettings
-
-__all__ = [
-    "Check",
-    "DoctorReport",
-    "Lineage",
-    "TrainRunRecord",
-    "TrainSettings",
-    "doctor",
-    "merge",
-    "train",
-]

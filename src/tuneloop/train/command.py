@@ -3,8 +3,8 @@
 `tuneloop train`'s settings options are generated from `TrainConfig` (one definition with
 loop.yaml); the old spellings (`--lr`, `--group-size`, …) still work for one release with a
 warning. Nothing heavy is imported at module level (torch, transformers, trl load inside the
-commands), so `tuneloop --help` stays fast. Bad input raises InputError (exit 2); a failed
-doctor exits 1.
+functions that train, merge or check), so `tuneloop --help` stays fast. Bad input raises
+InputError (exit 2); a failed doctor exits 1.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ import typer
 from tuneloop.config import MergeConfig, SlicingConfig, TrainConfig
 from tuneloop.config.options import settings_options
 from tuneloop.errors import InputError, require_writable_dir
+from tuneloop.train.checkpoint import doctor as run_doctor
+from tuneloop.train.checkpoint import merge as run_merge
+from tuneloop.train.run import train as run_train
 
 Opt = typer.Option
 
@@ -49,8 +52,6 @@ def train(
 
     Every setting of loop.yaml's `train:` section is an option (`lora.r` is `--lora-r`).
     """
-    from tuneloop.train.run import train as run_train
-
     if settings.data is None:
         raise InputError("--data: give the training JSONL")
     require_writable_dir(out, "--out")
@@ -76,8 +77,6 @@ def merge(
     settings: MergeConfig,
 ) -> None:
     """Merge a LoRA adapter into its base (standalone safetensors checkpoint + lineage)."""
-    from tuneloop.train.merge import merge as run_merge
-
     if (adapter is None) == (not zero_adapter):
         raise InputError("merge: give exactly one of --adapter PATH or --zero-adapter")
     require_writable_dir(out, "--out")
@@ -93,8 +92,6 @@ def doctor(
     """Check a checkpoint: finite tensors, shards, shapes, tokenizer, stop tokens, generation."""
     from rich.console import Console
     from rich.table import Table
-
-    from tuneloop.train.doctor import doctor as run_doctor
 
     report = run_doctor(model_dir, fix_stop_tokens=fix_stop_tokens)
     table = Table(title=f"doctor {model_dir}")

@@ -4,7 +4,7 @@ Deliberate choices: TRL/transformers' own tqdm bars, wandb and every other repor
 (`report_to="none"`); tuneloop draws one rich bar and writes metrics.jsonl itself. On CPU the
 model trains in float32 (`use_cpu=True`, no bf16); on a GPU in bfloat16; `train.distributed`
 (strategy.py) adds FSDP/DeepSpeed, gradient checkpointing and 4-bit loading. Checkpoints go to
-`<out>/checkpoints/<stage>/` only when `train.checkpoint.every` asks (checkpoints.py), and
+`<out>/checkpoints/<stage>/` only when `train.checkpoint.every` asks (resume.py), and
 transformers' `logging_nan_inf_filter` is off: it would log a NaN loss as the running mean, and
 health.py must see it.
 """
@@ -15,7 +15,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tuneloop.errors import InputError
+from tuneloop.train.resume import checkpoint_args, stage_dir
 from tuneloop.train.settings import TrainSettings
+from tuneloop.train.strategy import bf16_on, on_gpu, strategy_args
 
 
 def quiet() -> None:
@@ -36,19 +39,11 @@ def quiet() -> None:
     transformers.utils.logging.set_verbosity_error()
 
 
-def on_gpu() -> bool:
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
 def load_model(base: Path, s: TrainSettings | None = None) -> Any:
     """The base causal LM: float32 on CPU; on a GPU bfloat16 (unless `train.distributed.bf16`
     is false) or, for QLoRA (`load_in_4bit`), 4-bit NF4 prepared for k-bit training."""
     import torch
     from transformers import AutoModelForCausalLM
-
-    from tuneloop.train.strategy import bf16_on
 
     gpu = on_gpu()
     half = bf16_on(s, gpu) if s is not None else gpu
@@ -98,9 +93,6 @@ def common_args(
 
     `stage` names the folder of this trainer's checkpoints (`sft`, `sft_warmup`, `grpo`, …).
     """
-    from tuneloop.train.checkpoints import checkpoint_args, stage_dir
-    from tuneloop.train.strategy import strategy_args
-
     gpu = on_gpu()
     if s.torch_threads:
         import torch
@@ -131,15 +123,9 @@ def common_args(
 
 def per_device(total: int, nproc: int, what: str) -> int:
     """Split a global batch over processes; InputError if it does not divide."""
-    from tuneloop.errors import InputError
-
     if total % nproc:
         raise InputError(f"{what} ({total}) must be divisible by nproc ({nproc})")
     return total // nproc
-
-
-def world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def without_printer(trainer: Any) -> Any:

@@ -13,7 +13,7 @@
 
 `fit` is what every trainer calls instead of `trainer.train()`: it adds the callback (and
 budget.py's `BudgetCallback`, which enforces `train.max_seconds` and records steps done) and
-resumes from the stage's newest checkpoint (`checkpoints.py`), saying so on stderr. A stage
+resumes from the stage's newest checkpoint (`resume.py`), saying so on stderr. A stage
 whose newest checkpoint is its last step (GRPO's warm-up when GRPO was killed, or a run killed
 between its last save and the rename) only loads that checkpoint's adapter: transformers,
 asked to resume from a final checkpoint, trains one step more.
@@ -35,9 +35,11 @@ from transformers import TrainerCallback
 
 from tuneloop.config.health import HealthConfig
 from tuneloop.errors import PhaseFailed
-from tuneloop.train.checkpoints import checkpoint_step, last_checkpoint, trim_metrics
+from tuneloop.train.budget import BudgetCallback
 from tuneloop.train.metrics import collapse_warning, metrics_row
+from tuneloop.train.resume import checkpoint_step, last_checkpoint, trim_metrics
 from tuneloop.train.settings import TrainSettings
+from tuneloop.train.strategy import prepare
 
 WATCHED = ("loss", "grad_norm")
 """Logged values that must be finite."""
@@ -121,9 +123,6 @@ def is_main_process() -> bool:
 
 def fit(trainer: Any, s: TrainSettings, stage: str) -> Any:
     """`trainer.train()` under the health checks, resumed from the stage's newest checkpoint."""
-    from tuneloop.train.budget import BudgetCallback
-    from tuneloop.train.strategy import prepare
-
     folder = Path(trainer.args.output_dir)
     prepare(trainer)
     trainer.add_callback(HealthCallback(s.health, phase=stage, checkpoints=folder))

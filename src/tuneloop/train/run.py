@@ -5,9 +5,9 @@ in `<out>.partial/` beside `out_dir`, which holds `train_settings.json` (a versi
 data sha256, base model hash and the contamination allowance) from the start; then drop the
 checkpoints and rename the folder into place, so `out_dir` is either absent or a complete
 adapter (or, with `train.adapter: none`, a whole model). With `nproc > 1` the training itself
-runs in N worker processes started by torchrun or `accelerate launch` (launch.py; gloo on CPU);
-everything else stays in this process. With `train.diloco.replicas` it runs as DiLoCo
-replica processes under torchft (diloco.py).
+runs in N worker processes started by torchrun or `accelerate launch` (distributed/launch.py;
+gloo on CPU); everything else stays in this process. With `train.diloco.replicas` it runs as
+DiLoCo replica processes under torchft (distributed/diloco.py).
 
 Resume (`train.checkpoint.every` > 0): a run that is killed or fails keeps `<out>.partial/` when
 it holds a checkpoint, and the same command resumes there, saying so on stderr. Deliberately,
@@ -36,12 +36,11 @@ from tuneloop.records import (
     write_record,
 )
 from tuneloop.registry import trainers
-from tuneloop.train.checkpoints import CHECKPOINTS, any_checkpoint
 from tuneloop.train.common import quiet
 from tuneloop.train.data import read_rows
-from tuneloop.train.diloco import check_diloco, run_diloco
+from tuneloop.train.distributed import check_diloco, launch_workers, run_diloco
 from tuneloop.train.hygiene import check_contamination
-from tuneloop.train.launch import launch_workers
+from tuneloop.train.resume import CHECKPOINTS, any_checkpoint
 from tuneloop.train.settings import TrainRunRecord, TrainSettings
 from tuneloop.train.strategy import check_strategy
 
@@ -105,13 +104,21 @@ def train(
         t0 = time.perf_counter()
         forget_clock(work)
         quiet()
-        kw = {"nproc": nproc, "default_scorer": default_scorer, "progress": progress}
         if settings.diloco.replicas:
             run_diloco(base, data, work, settings)
         elif nproc > 1:
+            kw = {"nproc": nproc, "default_scorer": default_scorer, "progress": progress}
             launch_workers(method, base, data, work, settings, kw)
         else:
-            trainer_fn(base, rows, work, settings, **kw)
+            trainer_fn(
+                base,
+                rows,
+                work,
+                settings,
+                nproc=nproc,
+                default_scorer=default_scorer,
+                progress=progress,
+            )
         if not has_trained_output(work):
             raise PhaseFailed(f"training ({method}) finished without writing an adapter or model")
         seconds = round(time.perf_counter() - t0, 3)

@@ -20,15 +20,25 @@ freed buffers, inside transformers' checkpoint save).
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from typing import Any
 
 from tuneloop.errors import InputError, PhaseFailed
-from tuneloop.train.common import on_gpu, world_size
 from tuneloop.train.settings import TrainSettings
 
 FSDP_CONFIG = {"version": 2, "state_dict_type": "FULL_STATE_DICT", "reshard_after_forward": True}
 """FSDP2 with a full (unsharded) state dict at save time, one unit per transformer block."""
+
+
+def on_gpu() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def installed(package: str) -> bool:

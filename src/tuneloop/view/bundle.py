@@ -23,6 +23,8 @@ from tuneloop.records import atomic_write_text
 from tuneloop.view.history import Dashboard
 from tuneloop.view.page import render_dashboard
 
+INDEX_FILE = "index.html"
+"""The dashboard page at the top of the bundle (also served by the app under this name)."""
 MARKER = ".tuneloop-view"
 
 
@@ -65,10 +67,10 @@ def _fill(folder: Path, dashboard: Dashboard) -> list[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(r.report.path, target)
         copied.append(r.report.path)
-    atomic_write_text(folder / "index.html", render_dashboard(dashboard))
+    atomic_write_text(folder / INDEX_FILE, render_dashboard(dashboard))
     atomic_write_text(folder / MARKER, "written by `tuneloop view --bundle`; safe to replace\n")
     # temp files and mkdtemp are private; a bundle is for sharing
-    for path in (folder / "index.html", folder / MARKER):
+    for path in (folder / INDEX_FILE, folder / MARKER):
         os.chmod(path, 0o644)
     os.chmod(folder, 0o755)
     return copied

@@ -93,13 +93,13 @@ def check_host(host: str, allow_remote: bool) -> None:
 
 def write(sources: Sources, out: Path) -> None:
     """Gather and write the bundle; one line saying what it holds."""
-    from tuneloop.view.bundle import write_bundle
+    from tuneloop.view.bundle import INDEX_FILE, write_bundle
     from tuneloop.view.history import gather
 
     dashboard = gather(sources)
     copied = write_bundle(dashboard, out)
     typer.echo(
-        f"wrote {out / 'index.html'}: {len(dashboard.rounds)} rounds, "
+        f"wrote {out / INDEX_FILE}: {len(dashboard.rounds)} rounds, "
         f"{len(dashboard.champions)} champion versions, {len(dashboard.log)} log entries, "
         f"{len(copied)} run reports"
     )

@@ -2,12 +2,11 @@
 
     dashboard = gather(resolve(Path("loop.yaml"), None))
 
-One read of the gate ledger (`gate.ledger_rounds.rounds`, `gate.ledger.verdicts`,
-`gate.ledger.champions`), the experiment log beside it, the watcher's state
-(`flywheel.watch_state`) and, per run, its archived report files. Every ledger row is
-validated into a record here (a `GateVerdict` through `records.parse_record`; a round's start
-and outcome rows, which carry no schema field, into the small models below), so a changed row
-is an error naming the ledger, not a KeyError in a template. Nothing is written.
+One read of the gate ledger (`Ledger.rounds`, `.verdicts`, `.champions`: typed rows — a
+round's `RoundStart` and `RoundOutcome`s, `GateVerdict`s, `Champion`s — so a changed row is an
+error naming the ledger, not a KeyError in a template), the experiment log beside it, the
+watcher's state (`flywheel.watch.state`) and, per run, its archived report files. Nothing is
+written.
 
 What each figure is:
 - a round's decision is its latest outcome (`promoted`, `rejected`, `refused` before training,
@@ -28,61 +27,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
-
+from tuneloop.gate.champion import describe
+from tuneloop.gate.explog import log_path
+from tuneloop.gate.ledger import AuditFigures, Champion, Round, open_ledger
 from tuneloop.gate.verdict_record import GateVerdict
-from tuneloop.records import parse_record
-from tuneloop.records.base import validate_as
+from tuneloop.records import parse_record, read_record
 from tuneloop.view.explog_entries import LogEntry, read_entries
-from tuneloop.view.sources import CAPSTONE_REPORT, DELTA_REPORT, Sources, find_artifact, link_key
+from tuneloop.view.sources import Sources, capstone_report, delta_report, find_artifact, link_key
 
 if TYPE_CHECKING:
     from tuneloop.flywheel.triggers import Observations
-    from tuneloop.flywheel.watch_state import Decision, RoundRow, RoundTrigger
-
-
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class RoundStart(_Row):
-    """A round's start row (a `RoundRecord`; a round refused before planning has only a few)."""
-
-    round_id: str
-    started_at: str = ""
-    parent_version: int | None = None
-    """The champion version it started from."""
-    bootstrap: bool = False
-    """Whether that parent is the bootstrap champion (a null baseline)."""
-    gate_slice: str = ""
-    trigger: dict[str, Any] = {}
-    """The watcher's trigger record, or {} for a manual round."""
-
-
-class AuditFigures(_Row):
-    """The round's report on the audit part (written into its outcome by `loop.round_log`)."""
-
-    n_items: int
-    pre: float
-    """Champion mean item score."""
-    post: float
-    """Challenger mean item score."""
-    delta: float
-    ci: tuple[float, float]
-    """Paired bootstrap CI of Δ."""
-    p_two_sided: float
-
-
-class RoundOutcome(_Row):
-    """One end of a round (append-only; the latest is the round's state)."""
-
-    round_id: str
-    ended_at: str
-    outcome: str
-    run_id: str | None = None
-    reason: str = ""
-    wall_s: float = 0.0
-    audit: AuditFigures | None = None
+    from tuneloop.flywheel.watch import Decision, RoundRow, RoundTrigger
 
 
 DECISION_TEXT = {
@@ -194,25 +149,17 @@ class Dashboard:
 
 def gather(sources: Sources, *, watcher_decisions: int = 200) -> Dashboard:
     """Read everything the dashboard shows (see the module docstring)."""
-    from tuneloop.gate.explog import log_path
-    from tuneloop.gate.ledger import champions, verdicts
-    from tuneloop.gate.ledger_rounds import rounds
-    from tuneloop.gate.ledger_store import connect
-
-    conn = connect(sources.ledger)
-    try:
-        round_rows, verdict_rows, champion_rows = rounds(conn), verdicts(conn), champions(conn)
-    finally:
-        conn.close()
-    where = str(sources.ledger)
-    judged = {
-        v.run_id: v
-        for v in (parse_record(r, GateVerdict, f"{where}: verdict") for r in verdict_rows)
-    }
+    with open_ledger(sources.ledger) as ledger:
+        round_rows, verdict_rows, champion_rows = (
+            ledger.rounds(),
+            ledger.verdicts(),
+            ledger.champions(),
+        )
+    judged = {v.run_id: v for v in verdict_rows}
     events = champion_events(champion_rows)
     crowned = {c.run_id: c.version for c in events if c.run_id}
     views = [_round(sources, row, judged, crowned) for row in round_rows]
-    in_rounds = {o.get("run_id") for row in round_rows for o in row["outcomes"]}
+    in_rounds = {o.run_id for row in round_rows for o in row.outcomes}
     views += [_run(sources, v, crowned) for rid, v in judged.items() if rid not in in_rounds]
     views.sort(key=lambda v: v.started_at)
     log = log_path(sources.ledger)
@@ -228,22 +175,20 @@ def gather(sources: Sources, *, watcher_decisions: int = 200) -> Dashboard:
     )
 
 
-def champion_events(rows: list[dict[str, Any]]) -> list[ChampionEvent]:
+def champion_events(rows: list[Champion]) -> list[ChampionEvent]:
     """Every champion version, oldest first, with when the next one replaced it."""
-    from tuneloop.gate.champion import describe
-
     out = []
     for i, c in enumerate(rows):
-        until = rows[i + 1]["promoted_at"] if i + 1 < len(rows) else None
+        until = rows[i + 1].promoted_at if i + 1 < len(rows) else None
         out.append(
             ChampionEvent(
-                version=int(c["version"]),
-                since=str(c["promoted_at"]),
+                version=c.version,
+                since=c.promoted_at,
                 until=until,
-                via=str(c["via"]),
-                run_id=c["run_id"],
-                summary=describe(c["descriptor"]),
-                descriptor=c["descriptor"],
+                via=c.via,
+                run_id=c.run_id,
+                summary=describe(c.descriptor),
+                descriptor=c.descriptor,
             )
         )
     return out
@@ -251,15 +196,13 @@ def champion_events(rows: list[dict[str, Any]]) -> list[ChampionEvent]:
 
 def _round(
     sources: Sources,
-    row: dict[str, Any],
+    row: Round,
     judged: dict[str, GateVerdict],
     crowned: dict[str, int],
 ) -> RoundView:
-    where = f"{sources.ledger}: round {row.get('round_id')!r}"
-    start = validate_as(RoundStart, row, where)
+    where = f"{sources.ledger}: round {row.round_id!r}"
+    start, ends, last = row.start, row.outcomes, row.last
     look = _look(start.trigger, where)
-    ends = [validate_as(RoundOutcome, o, where) for o in row["outcomes"]]
-    last = ends[-1] if ends else None
     run_id = last.run_id if last else None
     decision = last.outcome if last else "running"
     if decision == "awaiting_approval" and run_id in crowned:
@@ -326,17 +269,16 @@ def _run(sources: Sources, v: GateVerdict, crowned: dict[str, int]) -> RoundView
 def _report(sources: Sources, run_id: str | None, round_id: str | None) -> ReportLink | None:
     if run_id is None:
         return None
-    path = find_artifact(sources, run_id, round_id, CAPSTONE_REPORT)
+    path = find_artifact(sources, run_id, round_id, capstone_report)
     return ReportLink(link_key(run_id), path) if path is not None else None
 
 
 def _archived_delta(
     sources: Sources, run_id: str | None, round_id: str | None
 ) -> DeltaFigure | None:
-    from tuneloop.records import read_record
-    from tuneloop.report.record import DeltaReport
+    from tuneloop.report.record import DeltaReport  # numpy, through stats
 
-    path = find_artifact(sources, run_id, round_id, DELTA_REPORT) if run_id else None
+    path = find_artifact(sources, run_id, round_id, delta_report) if run_id else None
     if path is None:
         return None
     d = read_record(path, DeltaReport)
@@ -345,7 +287,7 @@ def _archived_delta(
 
 def _look(trigger: dict[str, Any], where: str) -> RoundTrigger | None:
     """The watcher's trigger record of a round; None for a manual round or another trigger."""
-    from tuneloop.flywheel.watch_state import RoundTrigger
+    from tuneloop.flywheel.watch import RoundTrigger
 
     if not str(trigger.get("schema", "")).startswith(f"tuneloop.{RoundTrigger.KIND}/"):
         return None
@@ -364,11 +306,12 @@ def trigger_text(trigger: dict[str, Any]) -> str:
 
 def _watcher(workdir: Path | None, decisions: int) -> WatcherView | None:
     """The watcher's rounds and latest decisions, when a watcher ran in `workdir`."""
-    from tuneloop.flywheel.watch_state import WatchState, state_path
+    from tuneloop.flywheel.paths import FlywheelPaths
+    from tuneloop.flywheel.watch import WatchState
 
-    if workdir is None or not state_path(workdir).is_file():
+    if workdir is None or not FlywheelPaths(workdir).state.is_file():
         return None
-    state = WatchState.open(state_path(workdir), create=False)
+    state = WatchState.open(FlywheelPaths(workdir).state, create=False)
     try:
         return WatcherView(state.path, state.rounds(100_000), state.decisions(decisions))
     finally:

@@ -2,10 +2,11 @@
 
     html = render_dashboard(gather(sources))
 
-It is the report page's machinery (`report/html.py`'s jinja2 environment, autoescaping every
-value; `report/svg.py`'s inline charts; `report.css`), with its own template
-`report/templates/dashboard.html.j2` (packaged with the report's templates). No script, no
-font, no URL: the Content-Security-Policy is `default-src 'none'` with inline styles only, so
+It has its own jinja2 environment (autoescaping every value, as the report page's does) and
+template (`view/templates/dashboard.html.j2`, with `dashboard.css`), and shares with
+report.html what the report offers for it (`report/templating.py`: its stylesheet
+`report.css` and number filters; `report/svg.py`'s inline charts). No script, no font, no
+URL: the Content-Security-Policy is `default-src 'none'` with inline styles only, so
 the file opens from disk and from the served app alike. The only markup not produced by
 escaping is the SVG (`svg.py` escapes the text it places) and the experiment log's `code`
 and **bold** spans, which are applied after escaping (`inline_markdown`).
@@ -21,12 +22,18 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tuneloop import stats
+from tuneloop.flywheel.status import iso
 from tuneloop.report import svg
+from tuneloop.report.templating import NUMBER_FILTERS
+from tuneloop.report.templating import TEMPLATES as REPORT_TEMPLATES
 from tuneloop.view.history import ChampionEvent, Dashboard, RoundView
 
+TEMPLATES = Path(__file__).parent / "templates"
+"""The dashboard's own templates (packaged with the wheel)."""
 TEMPLATE = "dashboard.html.j2"
 
 
@@ -170,18 +177,36 @@ def wilson(mean: float, n: int) -> tuple[float, float]:
     return stats.wilson_interval(mean * n, n, 0.95)
 
 
+def _env() -> Any:
+    """The dashboard's jinja2 environment: its own templates, then the report's (for
+    `report.css`); the report page's settings and number filters, plus `md`."""
+    from jinja2 import (
+        ChoiceLoader,
+        Environment,
+        FileSystemLoader,
+        StrictUndefined,
+        select_autoescape,
+    )
+
+    env = Environment(
+        loader=ChoiceLoader([FileSystemLoader(TEMPLATES), FileSystemLoader(REPORT_TEMPLATES)]),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(NUMBER_FILTERS, md=inline_markdown)
+    return env
+
+
 def render_dashboard(d: Dashboard) -> str:
     """The dashboard's HTML text."""
     from markupsafe import Markup
-
-    from tuneloop.flywheel.watch_state import iso
-    from tuneloop.report.html import _env  # the report page's environment and filters
 
     charts = [
         c for c in (forest_chart(d.rounds), drift_chart(d.rounds), audit_chart(d.rounds)) if c
     ]
     env = _env()
-    env.filters["md"] = inline_markdown
     counts: dict[str, int] = {}
     for r in d.rounds:
         counts[r.decision_text] = counts.get(r.decision_text, 0) + 1

@@ -20,15 +20,31 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tuneloop.config import load_config
 from tuneloop.errors import InputError
+from tuneloop.loop.layout import RunLayout, archive_root, ledger_path
+from tuneloop.loop.state import load_state
 
-CAPSTONE_REPORT = Path("capstone") / "report.html"
-"""A run's report.html, relative to its workdir (the capstone phase writes it)."""
-DELTA_REPORT = Path("report") / "delta.json"
-"""A run's delta report (paired Δ with its CI), relative to its workdir."""
+Artifact = Callable[[RunLayout], Path]
+"""One artifact of a run, as the run's layout names it."""
+ARCHIVED_RUN = "run"
+"""The folder of an archive (`<archive root>/<run_id>/`) that holds the run's workdir."""
+
+
+def capstone_report(run: RunLayout) -> Path:
+    """A run's report.html (the capstone phase writes it)."""
+    return run.capstone_html
+
+
+def delta_report(run: RunLayout) -> Path:
+    """A run's delta report (paired Δ with its CI)."""
+    return run.delta
+
+
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
 
 
@@ -50,9 +66,6 @@ class Sources:
 
 def from_config(config: Path) -> Sources:
     """The loop.yaml's ledger, archive root and workdir (`tuneloop status` reads the same)."""
-    from tuneloop.config import load_config
-    from tuneloop.loop.layout import archive_root, ledger_path
-
     cfg = load_config(config)
     origin = f"gate.ledger of {config}" if cfg.gate.ledger else f"beside the archives of {config}"
     return Sources(
@@ -110,27 +123,25 @@ def link_key(run_id: str) -> str:
 
 
 def find_artifact(
-    sources: Sources, run_id: str, round_id: str | None, relative: Path
+    sources: Sources, run_id: str, round_id: str | None, artifact: Artifact
 ) -> Path | None:
-    """A run's artifact (`relative` to its workdir) on disk: in its archive first, else in the
-    workdir or round folder whose state names this run; None when neither holds it."""
-    from tuneloop.loop.state import load_state
-
+    """A run's artifact on disk: in its archive first, else in the workdir or round folder
+    whose state names this run; None when neither holds it."""
     if _SAFE.match(run_id):
         for root in sources.archive_roots:
-            archived = root / run_id / "run" / relative
+            archived = artifact(RunLayout(root / run_id / ARCHIVED_RUN))
             if archived.is_file():
                 return archived
     if sources.workdir is None:
         return None
-    folders = [sources.workdir]
+    runs = [RunLayout(sources.workdir)]
     if round_id is not None and _SAFE.match(round_id):
-        folders.insert(0, sources.workdir / "rounds" / round_id)
-    for folder in folders:
-        found = folder / relative
-        if found.is_file() and (folder / "state.json").is_file():
+        runs.insert(0, runs[0].round(round_id))
+    for run in runs:
+        found = artifact(run)
+        if found.is_file() and run.state.is_file():
             try:
-                state = load_state(folder)
+                state = load_state(run.workdir)
             except InputError:  # an unreadable state names no run: not this run's file
                 continue
             if state is not None and state.run_id == run_id:

@@ -2,7 +2,8 @@
 `tuneloop.registry.ingesters`: `openai_chat`, `claude_code`, `generic_jsonl`.
 
 `ingest_files` runs one ingester over files and returns traces, rejects and the counts;
-see `base.py` for the accounting rule (ingested + rejected = lines read).
+see `base.py` for the accounting rule (ingested + rejected = lines read), `feedback.py` for
+how a source's feedback becomes a score.
 """
 
 from __future__ import annotations

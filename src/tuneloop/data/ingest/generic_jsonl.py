@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from tuneloop.data.ingest.base import Converter, Lines, Reject, check_options, excerpt
 from tuneloop.data.ingest.chat import BadMessage, content_text, iso_time, to_messages
-from tuneloop.data.trace import normalize_feedback
+from tuneloop.data.ingest.feedback import normalize_feedback
 from tuneloop.errors import InputError
 from tuneloop.records.trace import Message, Trace
 from tuneloop.registry import ingesters

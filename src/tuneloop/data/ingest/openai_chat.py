@@ -39,7 +39,7 @@ from pydantic import ValidationError
 
 from tuneloop.data.ingest.base import Converter, Lines, Reject, check_options, excerpt
 from tuneloop.data.ingest.chat import BadMessage, iso_time, to_messages
-from tuneloop.data.trace import normalize_feedback
+from tuneloop.data.ingest.feedback import normalize_feedback
 from tuneloop.errors import InputError
 from tuneloop.records.trace import Feedback, Message, Reference, Trace
 from tuneloop.registry import ingesters

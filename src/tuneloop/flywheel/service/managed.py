@@ -1,0 +1,380 @@
+"""Keep the champion served behind one stable address, and re-serve a new one without downtime.
+
+    settings = ServiceSettings(state_dir=Path("runs/service"), port=8100,
+                               log_dir=Path("runs/traffic"))
+    service = ManagedService(settings)        # adopts what a previous watcher left running
+    service.start(model_dir, version=1)       # the server, then the proxy in front of it
+    service.switch_to(new_dir, version=2)     # new server, switch, drain, stop the old one
+    reserve_champion(service, ledger_path)    # after a promoted round (`reserve.py`)
+    service.stop()                            # or service.close(): leave it running, detach
+
+Clients use `http://HOST:PORT/v1` with model `"champion"` (`ServiceSettings.served_name`), so
+neither changes when the champion does. Behind that address is `tuneloop proxy` (with
+`--log-dir`: the traffic log the flywheel learns from), and behind the proxy one embedded server
+(`python -m tuneloop.serve.app`) on a free loopback port.
+
+A switch starts the new champion's server and waits for its health check and one real
+completion (the loop's `serve.lifecycle.wait_ready`); only then does it `POST /admin/upstream`
+to the proxy, `POST /admin/drain` the old upstream (requests already in flight finish on the
+old server), and stop the old server's process group (SIGTERM, SIGKILL after a grace period,
+wait until it is gone). A champion that does not start — no config.json, a broken config, a
+failed first completion, a timeout — is refused: the old one keeps serving, the candidate's
+processes are stopped, and the error names the reason with the server's last log lines
+(fail closed). Every step logs one line.
+
+State. `service.json` in the state folder (atomic, rewritten after every step) names the
+proxy and the servers with pid, creation time and port (`processes.py`), and
+`service.lock` keeps a second `ManagedService` off the same folder. A new `ManagedService`
+reads it (`adoption.py`): a process whose pid is gone (or reused) is forgotten; a
+proxy that answers its admin route is adopted, and so is the server it sends to if that
+answers `/health`; any other server it left (a candidate or an old one, from a switch a crash
+interrupted) is stopped. A proxy that is gone takes its servers with it: they are stopped,
+and `start()` begins afresh.
+
+Deliberately different from the loop's `serving()`: the processes are not tied to the
+watcher (no parent-death signal), because a watcher that restarts must not take the service
+down; `stop()`, or the next watcher's adoption, cleans up. For the same reason the proxy is a
+subprocess, not a thread of the watcher. Nothing is probed *through* the proxy, so that health
+checks never land in the traffic log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tuneloop.config.flywheel import ServeChampionConfig
+from tuneloop.config.models import ServeConfig, ServerConfig
+from tuneloop.errors import InputError, PhaseFailed
+from tuneloop.flywheel.service.adoption import StateLock, adopt, take_lock
+from tuneloop.flywheel.service.processes import (
+    PROXY_GRACE_S,
+    ProcessRecord,
+    alive,
+    created_at,
+    load_state,
+    save_state,
+    spawn_detached,
+    stop_group,
+    wait_port,
+    wait_proxy,
+)
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """Where the service lives and how it serves (plain values; the config layer unpacks).
+    The defaults are the config's (`flywheel.serve`, `serve:`), not written again here."""
+
+    state_dir: Path
+    """service.json, service.lock, the port files and the processes' logs."""
+    port: int = ServeChampionConfig.model_fields["port"].default
+    """The proxy's port (`flywheel.serve.port`): the address clients keep. 0 picks a free
+    one (stable only for the proxy's lifetime)."""
+    host: str = "127.0.0.1"
+    log_dir: Path | None = None
+    """The proxy's traffic log folder (`tuneloop proxy --log-dir`); None logs nothing."""
+    served_name: str = ServeChampionConfig.model_fields["served_name"].default
+    """The model name clients request, whatever the champion is (`flywheel.serve.served_name`)."""
+    server: ServerConfig = ServerConfig()
+    """The embedded server's settings (loop.yaml's `serve:` section, e.g. threads,
+    max_batch_size)."""
+    startup_timeout_s: float = ServeConfig.model_fields["startup_timeout_s"].default
+    """Longest wait for a server to become ready (`serve.startup_timeout_s`)."""
+    drain_timeout_s: float = 60.0
+    """Longest wait for the old server's in-flight requests before it is stopped anyway."""
+    stop_grace_s: float = 10.0
+    """SIGTERM → SIGKILL grace for a server."""
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    running: bool
+    """A proxy is up and sends to a server of ours."""
+    url: str | None
+    """The clients' base URL (…/v1)."""
+    model: str
+    """The model name clients request."""
+    version: int | None
+    model_dir: str | None
+    upstream: str | None
+    """The current server's base URL."""
+    proxy_pid: int | None
+    server_pid: int | None
+
+
+def _stderr(line: str) -> None:
+    print(f"tuneloop-service: {line}", file=sys.stderr, flush=True)
+
+
+class ManagedService:
+    """The champion behind a stable address; see the module docstring. One caller at a time
+    (the watcher's thread): the methods are not meant to run concurrently."""
+
+    def __init__(self, settings: ServiceSettings, log: Callable[[str], None] | None = None):
+        self.settings = settings
+        self.log = log or _stderr
+        """Where the one line per step goes (stderr by default)."""
+        self._children: dict[int, Any] = {}  # pid → Popen, for the processes we spawned
+        self._lock: StateLock | None = take_lock(settings.state_dir)
+        try:
+            found = load_state(settings.state_dir)
+            self._state = adopt(
+                found,
+                host=settings.host,
+                port=settings.port,
+                grace_s=settings.stop_grace_s,
+                log=self.log,
+            )
+            self._save()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the four operations ------------------------------------------------------------------
+
+    def start(self, model_dir: Path, version: int) -> ServiceStatus:
+        """Serve `model_dir` as champion `version`; switches if another one is served."""
+        proxy = self._state.proxy
+        if proxy is not None and not alive(proxy):
+            self.log(f"proxy pid {proxy.pid} is gone; starting the service afresh")
+            self.stop()
+        if self._state.proxy is not None:
+            current = self._state.current()
+            same = current is not None and current.model_dir == str(Path(model_dir).resolve())
+            if same and current is not None and current.version == version:
+                self.log(f"already serving champion v{version} at {self.url}")
+                return self.status()
+            return self.switch_to(model_dir, version)
+        server = self._start_server(Path(model_dir), version)
+        try:
+            self._start_proxy(server)
+        except BaseException:
+            self._stop(server)
+            raise
+        self._state.current_port = server.port
+        self._save()
+        self.log(f"serving champion v{version} at {self.url} as {self.settings.served_name!r}")
+        return self.status()
+
+    def switch_to(self, model_dir: Path, version: int) -> ServiceStatus:
+        """Serve `model_dir` as champion `version` instead of the current one, without
+        downtime; refuses (and keeps the current one) if the new server does not start."""
+        proxy = self._state.proxy
+        if proxy is None:
+            raise PhaseFailed("the managed service is not running; start() it before a switch")
+        if not alive(proxy):
+            raise PhaseFailed(
+                f"the service's proxy (pid {proxy.pid}, port {proxy.port}) is gone; "
+                "start() brings the service back with the new champion"
+            )
+        began = time.monotonic()
+        old = self._state.current()
+        self.log(f"switch to champion v{version}: starting its server ({model_dir})")
+        new = self._start_server(Path(model_dir), version, keeping=old)
+        try:
+            answer = self._admin("upstream", {"upstream": new.url(self._state.host)}, 10.0)
+        except PhaseFailed:
+            self._stop(new)
+            raise
+        self._state.current_port = new.port
+        self._save()
+        self.log(f"proxy switched: {answer.get('previous')} → {answer.get('upstream')}")
+        if old is not None:
+            self._retire(old)
+        self.log(f"switched to champion v{version} in {time.monotonic() - began:.1f} s")
+        return self.status()
+
+    def stop(self) -> None:
+        """Stop the proxy, then every server; wait until each is gone."""
+        if self._state.proxy is not None:
+            self._stop(self._state.proxy)
+        for server in list(self._state.servers):
+            self._stop(server)
+        self._state.current_port = None
+        self._save()
+        self.log("stopped")
+
+    def status(self) -> ServiceStatus:
+        state, current = self._state, self._state.current()
+        proxy = state.proxy if state.proxy is not None and alive(state.proxy) else None
+        server = current if current is not None and alive(current) else None
+        return ServiceStatus(
+            running=proxy is not None and server is not None,
+            url=self.url,
+            model=self.settings.served_name,
+            version=current.version if current else None,
+            model_dir=current.model_dir if current else None,
+            upstream=current.url(state.host) if current else None,
+            proxy_pid=proxy.pid if proxy else None,
+            server_pid=server.pid if server else None,
+        )
+
+    def close(self) -> None:
+        """Let go of the state folder and leave the processes running (for the next
+        `ManagedService` to adopt): what a watcher does when it exits."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    @property
+    def url(self) -> str | None:
+        proxy = self._state.proxy
+        return f"{proxy.url(self._state.host)}/v1" if proxy is not None else None
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def _start_server(
+        self, model_dir: Path, version: int, keeping: ProcessRecord | None = None
+    ) -> ProcessRecord:
+        """A ready server for `model_dir`, or an error saying why not (candidate stopped)."""
+        from tuneloop.serve.lifecycle import Launch, wait_ready
+
+        kept = f"; still serving champion v{keeping.version}" if keeping else ""
+        refused = f"champion v{version} ({model_dir}) was not served{kept}"
+        if not (model_dir / "config.json").is_file():
+            raise InputError(f"{refused}: not a model folder (expected config.json in it)")
+        folder, host = self.settings.state_dir, self._state.host
+        port_file, log = folder / f"server-v{version}.port", folder / f"server-v{version}.log"
+        port_file.unlink(missing_ok=True)
+        argv, api_key = self._server_argv(model_dir.resolve(), port_file)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}  # a local folder needs no hub
+        proc = spawn_detached(argv, log, env)
+        self._children[proc.pid] = proc
+        record: ProcessRecord | None = None
+        try:
+            port = wait_port(proc, port_file, log, self.settings.startup_timeout_s)
+            record = ProcessRecord(
+                role="server",
+                pid=proc.pid,
+                created=created_at(proc.pid),
+                port=port,
+                log=str(log),
+                model_dir=str(model_dir.resolve()),
+                version=version,
+            )
+            self._state.servers.append(record)
+            self._save()
+            self.log(f"server for v{version}: pid {proc.pid}, port {port}; waiting until ready")
+            launch = Launch(
+                argv=argv,
+                served_model=self.settings.served_name,
+                host=host,
+                port=port,
+                startup_timeout_s=self.settings.startup_timeout_s,
+                log_path=log,
+                api_key=api_key,
+            )
+            wait_ready(proc, launch)
+        except Exception as err:
+            self._abandon(proc, record)
+            kind = InputError if isinstance(err, InputError) else PhaseFailed
+            raise kind(f"{refused}: {err}") from None
+        self.log(f"server for v{version} is ready (health + one completion)")
+        return record
+
+    def _server_argv(self, model_dir: Path, port_file: Path) -> tuple[list[str], str | None]:
+        """The embedded server's command line (the loop's own, `embedded_argv`) and the API
+        key it will require, if `api_key_env` names one."""
+        from tuneloop.envkeys import read_api_key
+        from tuneloop.serve.backends import embedded_argv
+
+        server = self.settings.server
+        api_key = read_api_key(server.api_key_env, "serve.api_key_env")
+        argv = embedded_argv(model_dir, self._state.host, 0, server)
+        argv += ["--served-model-name", self.settings.served_name, "--port-file", str(port_file)]
+        return argv, api_key
+
+    def _abandon(self, proc: Any, record: ProcessRecord | None) -> None:
+        """Stop a candidate that failed to start, and forget it."""
+        if record is not None:
+            self._stop(record)
+            return
+        stand_in = ProcessRecord(role="server", pid=proc.pid, created=0.0, port=0, log="")
+        stop_group(stand_in, proc, self.settings.stop_grace_s)
+        self._children.pop(proc.pid, None)
+
+    def _start_proxy(self, server: ProcessRecord) -> ProcessRecord:
+        folder, host = self.settings.state_dir, self._state.host
+        port_file, log = folder / "proxy.port", folder / "proxy.log"
+        port_file.unlink(missing_ok=True)
+        argv = [sys.executable, "-m", "tuneloop", "proxy", "--upstream", server.url(host)]
+        argv += ["--host", host, "--port", str(self.settings.port), "--port-file", str(port_file)]
+        if self.settings.log_dir is not None:
+            argv += ["--log-dir", str(self.settings.log_dir)]
+        key_env = self.settings.server.api_key_env
+        if key_env:
+            argv += ["--upstream-key-env", key_env]
+        proc = spawn_detached(argv, log)
+        self._children[proc.pid] = proc
+        record: ProcessRecord | None = None
+        try:
+            port = wait_port(proc, port_file, log, self.settings.startup_timeout_s)
+            record = ProcessRecord(
+                role="proxy", pid=proc.pid, created=created_at(proc.pid), port=port, log=str(log)
+            )
+            self._state.proxy = record
+            self._save()
+            wait_proxy(proc, port_file, log, host, self.settings.startup_timeout_s)
+        except Exception as err:
+            self._abandon(proc, record)
+            kind = InputError if isinstance(err, InputError) else PhaseFailed
+            raise kind(f"the proxy on {host}:{self.settings.port} did not start: {err}") from None
+        self.log(f"proxy: pid {proc.pid}, http://{host}:{port}/v1 → {server.url(host)}")
+        return record
+
+    def _retire(self, old: ProcessRecord) -> None:
+        """Drain the old upstream at the proxy, then stop its server."""
+        wait, url = self.settings.drain_timeout_s, old.url(self._state.host)
+        began = time.monotonic()
+        try:
+            answer = self._admin("drain", {"upstream": url, "timeout_s": wait}, wait + 10)
+            if answer.get("drained"):
+                took = time.monotonic() - began
+                self.log(f"drained v{old.version}'s server in {took:.2f} s: nothing in flight")
+            else:
+                left = answer.get("in_flight", {}).get(url, "?")
+                self.log(
+                    f"v{old.version}'s server still has {left} requests in flight after "
+                    f"{wait:g} s (the drain timeout); stopping it anyway"
+                )
+        except PhaseFailed as err:
+            self.log(f"could not drain v{old.version}'s server ({err}); stopping it anyway")
+        self._stop(old)
+
+    def _stop(self, record: ProcessRecord) -> None:
+        grace = PROXY_GRACE_S if record.role == "proxy" else self.settings.stop_grace_s
+        how = stop_group(record, self._children.pop(record.pid, None), grace)
+        what = "proxy" if record.role == "proxy" else f"server for v{record.version}"
+        self.log(f"{what} (pid {record.pid}, port {record.port}): {how}")
+        if record.role == "proxy":
+            self._state.proxy = None
+        else:
+            self._state.servers = [s for s in self._state.servers if s.pid != record.pid]
+            if self._state.current_port == record.port:
+                self._state.current_port = None
+        self._save()
+
+    def _admin(self, route: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """POST to the proxy's admin route; PhaseFailed if it does not answer as expected."""
+        assert self._state.proxy is not None
+        url = f"{self._state.proxy.url(self._state.host)}/admin/{route}"
+        try:
+            answer = httpx.post(url, json=body, timeout=timeout_s)
+        except httpx.HTTPError as err:
+            raise PhaseFailed(f"{url} did not answer ({type(err).__name__}: {err})") from None
+        ok = answer.status_code == 200 or (route == "drain" and answer.status_code == 504)
+        if not ok:
+            raise PhaseFailed(f"{url} answered HTTP {answer.status_code}: {answer.text[:300]}")
+        found: dict[str, Any] = answer.json()
+        return found
+
+    def _save(self) -> None:
+        save_state(self.settings.state_dir, self._state)

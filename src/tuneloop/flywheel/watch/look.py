@@ -1,0 +1,189 @@
+"""One look of the watcher: which round came last, what it left, and the flywheel's status.
+
+    looker = Looker(cfg.flywheel, ledger, suite.items)
+    status = looker.look(last_round_of(state, workdir, train_data, before), pacing, now)
+
+`Looker.look` is `gather_status` — the same record `tuneloop status` prints — except that it
+does not re-read what has not changed: when the traffic files, the ledger and the last
+round's training rows and sample log have the same size and modification time as at the
+previous look, the previous measurements are reused and only the triggers and pacing are
+evaluated again for `now`. A watcher with nothing new to look at then costs a few `stat`
+calls per poll instead of parsing the whole traffic log (benchmarks/watch_idle.py).
+
+What the watcher reads of a round is in `round_artifacts`; a round's folder is the round
+command's (`<workdir>/rounds/<id>/`, the workdir of its loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tuneloop.config.flywheel import FlywheelConfig
+from tuneloop.flywheel.exchanges import traffic_files
+from tuneloop.flywheel.status import FlywheelStatus, LastRound, gather_status, iso
+from tuneloop.flywheel.triggers import (
+    Observations,
+    PacingState,
+    TriggerDecision,
+    evaluate_triggers,
+)
+from tuneloop.flywheel.watch.state import WatchState
+from tuneloop.loop.layout import RunLayout
+from tuneloop.samplelog import SUMMARY_FILE
+from tuneloop.suite import SuiteItem
+
+
+def round_dir(workdir: Path, round_id: str) -> Path:
+    """The round's own folder (made by the round command; its presence means "resume")."""
+    return RunLayout(workdir).round(round_id).workdir
+
+
+def round_artifacts(
+    workdir: Path, round_id: str, promoted: bool
+) -> tuple[Path | None, Path | None]:
+    """What the watcher reads of a round, where it exists: its training rows
+    (`data/sft.jsonl`, the drift reference) and the sample log of the champion it leaves —
+    `eval_post/` when it promoted, else `eval_pre/`. A round evaluates `audit+gate-NNN`, so
+    the "audit" accuracy is measured on the audit part and that round's (then fresh) gate
+    slice: more items, the same population."""
+    run = RunLayout(round_dir(workdir, round_id))
+    rows = run.corpus_rows
+    log, summary = (
+        (run.eval_post, run.post_summary) if promoted else (run.eval_pre, run.pre_summary)
+    )
+    return (
+        rows if rows.is_file() else None,
+        log if summary.is_file() else None,
+    )
+
+
+def last_round(workdir: Path, train_data: Path | None, audit_log: Path | None) -> LastRound | None:
+    """The workdir's current round as status needs it (before any watcher: a plain
+    `tuneloop run`); None before the first run."""
+    from tuneloop.loop.state import load_state
+
+    state = load_state(workdir)
+    if state is None:
+        return None
+    # a redo that started a new round recorded when it replaced the previous one
+    started = state.previous_runs[-1].superseded_at if state.previous_runs else state.created_at
+    corpus = RunLayout(workdir).corpus_rows
+    return LastRound(
+        run_id=state.run_id,
+        started_at=datetime.fromisoformat(started).timestamp(),
+        training_rows=corpus if corpus.is_file() else train_data,
+        audit_log=audit_log,
+    )
+
+
+def last_round_of(
+    state: WatchState, workdir: Path, train_data: Path | None, before: LastRound | None
+) -> LastRound | None:
+    """The watcher's latest round as status needs it; `before` when it has none.
+
+    Its start is the line between old and new traffic. The drift reference is the newest
+    training rows any round built (else the pre-watcher round's, else `train.data`); the
+    accuracy is the newest round's with a verdict (see `round_artifacts`).
+    """
+    rounds = state.rounds(limit=100)
+    if not rounds:
+        return before
+    found = [
+        round_artifacts(workdir, r.round_id, r.exit_code == 0)
+        for r in reversed(rounds)
+        if r.status == "finished"
+    ]
+    rows = next((f[0] for f in found if f[0] is not None), None)
+    audit = next((f[1] for f in found if f[1] is not None), None)
+    latest = rounds[-1]
+    return LastRound(
+        run_id=latest.round_id,
+        started_at=latest.started_at or latest.created_at,
+        training_rows=rows or (before.training_rows if before else None) or train_data,
+        audit_log=audit or (before.audit_log if before else None),
+    )
+
+
+def describe_poll(decision: TriggerDecision) -> str:
+    """One line: every trigger with its figures, then what follows."""
+    text = "; ".join(
+        f"{f.name} {'FIRES' if f.fired else 'no'} ({f.detail})" for f in decision.firings
+    )
+    if decision.run:
+        return f"{text} → a round starts"
+    if decision.fired:
+        return f"{text}; pacing holds the round: {'; '.join(decision.blocked_by)}"
+    return f"{text}; no trigger fired, next look in {decision.next_poll_s:g} s"
+
+
+def observations_of(status: FlywheelStatus) -> Observations:
+    """The figures the triggers were judged on, from a status record."""
+    return Observations(
+        new_labels=status.traffic.new_labels,
+        recent_requests=status.traffic.recent,
+        drift={d.feature: d.psi for d in status.drift},
+        audit_accuracy=status.audit.accuracy if status.audit else None,
+        audit_upper=status.audit.wilson[1] if status.audit else None,
+    )
+
+
+def _stat(path: Path | None) -> tuple[str, int, int] | None:
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return (str(path), -1, -1)
+    return (str(path), st.st_size, st.st_mtime_ns)
+
+
+class Looker:
+    """`gather_status`, reusing the previous measurements while the inputs are unchanged."""
+
+    def __init__(
+        self, flywheel: FlywheelConfig, ledger: Path | None, suite: Sequence[SuiteItem]
+    ) -> None:
+        self.flywheel = flywheel
+        self.ledger = ledger
+        self.suite = suite
+        self.reused = False
+        """Whether the latest look reused the previous measurements."""
+        self._previous: tuple[Any, FlywheelStatus] | None = None
+
+    def inputs(self, last: LastRound | None) -> Any:
+        """What the measurements depend on: the last round and the files' sizes and times."""
+        files: list[Path | None] = list(traffic_files(self.flywheel.traffic))
+        if self.ledger is not None:
+            files += [self.ledger, self.ledger.with_name(self.ledger.name + "-wal")]
+        if last is not None:
+            summary = last.audit_log / SUMMARY_FILE if last.audit_log else None
+            files += [last.training_rows, summary]
+        return (last, tuple(_stat(p) for p in files))
+
+    def look(self, last: LastRound | None, pacing: PacingState, now: float) -> FlywheelStatus:
+        key = self.inputs(last)
+        if self._previous is not None and self._previous[0] == key:
+            self.reused = True
+            before = self._previous[1]
+            decision = evaluate_triggers(
+                observations_of(before),
+                self.flywheel.triggers,
+                pacing,
+                now,
+                poll_s=self.flywheel.poll_s,
+            )
+            return before.model_copy(update={"at": iso(now), "triggers": decision})
+        self.reused = False
+        status = gather_status(
+            self.flywheel,
+            ledger_path=self.ledger,
+            last_round=last,
+            suite=self.suite,
+            pacing=pacing,
+            now=now,
+        )
+        self._previous = (key, status)
+        return status

@@ -1,0 +1,55 @@
+"""Preflight: everything about a loop.yaml that can be checked before any phase runs.
+
+    warnings = check_before_compute(cfg, Path("loop.yaml"), overrides)   # InputError if bad
+
+Run by `tuneloop check` and at the start of `tuneloop run` (also `--plan`). It checks, all at
+once: every plugin name against its registry (serve.backend, train.method, every scorer the
+suite and the GRPO reward name); every slice against `suite.slices`, loading the suite; every
+input path (exists, readable, folder or file), with the `replay:` section's teachers file
+(`tuneloop.replay.teachers.check_replay`) and the `tracking:` section's MLflow store
+(`tuneloop.tracking.check_uri`); and the rules that tie sections together — the
+gate slice is evaluated and leaves at least one item for the report, holds at least
+`gate.min_items`, pass@k has k ≤ eval.n_samples, training has a data source, an external
+endpoint is an http(s) URL, a replay has traces and a replay output training reads has a
+replay (`loop.corpus_data.replay_problems`). Errors are collected and raised as one
+`InputError`, each naming its YAML key and line in the same format as `load_config`'s
+validation errors; nothing is written. `gate.alpha` ∈ (0, 0.5) is a bound of the config model
+itself, so it is reported with the other validation errors before preflight runs.
+
+A replay whose outputs no training reads is warned about. The other warning is about the gate's
+power (`gate_power.py`): the minimum detectable effect (MDE) of the gate slice's size,
+one-sided at gate.alpha with 80% power (Miller 2024; the formula of `tuneloop.stats.power`).
+The gate promotes only when Δ ≥ margin *and* the one-sided test is significant; when the MDE
+exceeds the margin, a true improvement between the two — one the margin calls worth shipping —
+will most often be rejected as not significant. The spread of item differences comes from
+the round's own eval_pre log when it exists (as `tuneloop power` does with one pilot log);
+otherwise from a stated conservative assumption (see `ASSUMED_SD_DIFF`). A warning never
+changes the exit status.
+
+Deliberately not checked here: anything that needs a model, a server or the network.
+
+`checks.py` holds every check and the shell that locates findings in the YAML; `findings.py`
+the `Findings` every check adds to; `gate_power.py` the power warning.
+"""
+
+from tuneloop.loop.preflight.checks import check_before_compute, preflight
+from tuneloop.loop.preflight.findings import Finding, Findings
+from tuneloop.loop.preflight.gate_power import (
+    ASSUMED_SD_DIFF,
+    POWER,
+    check_power,
+    gate_items_needed,
+    gate_mde,
+)
+
+__all__ = [
+    "ASSUMED_SD_DIFF",
+    "POWER",
+    "Finding",
+    "Findings",
+    "check_before_compute",
+    "check_power",
+    "gate_items_needed",
+    "gate_mde",
+    "preflight",
+]

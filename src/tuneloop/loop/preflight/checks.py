@@ -1,0 +1,314 @@
+"""Every preflight check of a loop.yaml (the core, `preflight`) and the shell that reports them.
+
+`preflight(cfg)` runs each check into one `Findings` and writes nothing; `check_before_compute`
+locates each finding's key in the YAML (`key (line n)`, as `load_config` does) and raises the
+errors as one `InputError`, or returns the warnings. What is checked: the package docstring.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from tuneloop.config import LoopConfig, read_yaml
+from tuneloop.config.load import line_map  # the key → line map load_config reports with
+from tuneloop.errors import InputError, did_you_mean
+from tuneloop.loop.corpus_data import output_problems, replay_problems, replay_unused
+from tuneloop.loop.layout import ledger_path
+from tuneloop.loop.preflight.findings import Findings
+from tuneloop.loop.preflight.gate_power import check_power
+from tuneloop.registry import Registry, scorers, serve_backends, trainers
+from tuneloop.suite import Suite, load_suite, resolve_slice
+
+# ---- the shell: locate findings in the YAML, raise or return ---------------------------------
+
+
+def check_before_compute(
+    cfg: LoopConfig, config_path: Path, overrides: list[str] | None = None
+) -> list[str]:
+    """Run `preflight`; raise InputError listing every error with its key and line, else
+    return the warnings (`warning: key (line n): …`) for the caller to print to stderr."""
+    found = preflight(cfg)
+    where = _locator(Path(config_path), overrides)
+    warnings = [f"warning: {where(w.key)}: {w.message}" for w in found.warnings]
+    if found.errors:
+        errors = [f"{where(e.key)}: {e.message}" for e in found.errors]
+        raise InputError(
+            f"{config_path}: {len(errors)} error(s)\n  " + "\n  ".join([*errors, *warnings])
+        )
+    return warnings
+
+
+def _locator(config_path: Path, overrides: list[str] | None) -> Callable[[str], str]:
+    """key → `key (line n)` as in load_config's errors; `(override)` / `(default)` otherwise."""
+    try:
+        _, node = read_yaml(config_path, "config file")
+    except InputError:  # the config loaded a moment ago; without lines the keys still stand
+        node = None
+    lines = line_map(node)
+    overridden = {item.partition("=")[0] for item in overrides or []}
+
+    def where(key: str) -> str:
+        if key in overridden:
+            return f"{key} (override)"
+        line = lines.get(tuple(key.split(".")))
+        return f"{key} (line {line})" if line else f"{key} (default)"
+
+    return where
+
+
+# ---- the core: every check, every finding ----------------------------------------------------
+
+
+def preflight(cfg: LoopConfig) -> Findings:
+    """Every problem (and the power warning) of `cfg`; reads inputs, writes nothing."""
+    found = Findings()
+    _check_plugins(cfg, found)
+    _check_paths(cfg, found)
+    _check_rules(cfg, found)
+    _check_external(cfg, found)
+    _check_training(cfg, found)
+    suite = _load_suite(cfg, found)
+    if suite is not None:
+        gate_items = _check_slices(cfg, suite, found)
+        if gate_items:
+            check_power(cfg, gate_items, found)
+    return found
+
+
+def _check_plugins(cfg: LoopConfig, found: Findings) -> None:
+    named: list[tuple[str, Registry[Any], str | None]] = [
+        ("serve.backend", serve_backends, cfg.serve.backend),
+        ("train.method", trainers, cfg.train.method),
+        ("suite.default_scorer", scorers, cfg.suite.default_scorer),
+        ("train.grpo.scorer", scorers, cfg.train.grpo.scorer),
+        ("report.scorer", scorers, cfg.report.scorer),
+        ("gate.scorer", scorers, cfg.gate.scorer),
+        *((f"eval.metrics[{i}]", scorers, name) for i, name in enumerate(cfg.eval.metrics)),
+    ]
+    for key, registry, name in named:
+        if name is not None:
+            try:
+                registry.get(name)  # imports the built-ins and entry points on first use
+            except InputError as err:
+                found.error(key, str(err))
+
+
+def _check_path(found: Findings, key: str, path: Path, kind: Literal["file", "folder"]) -> bool:
+    if not path.exists():
+        found.error(key, f"{path}: not found")
+    elif kind == "folder" and not path.is_dir():
+        found.error(key, f"{path}: expected a folder, found a file")
+    elif kind == "file" and not path.is_file():
+        found.error(key, f"{path}: expected a file, found a folder")
+    elif not os.access(path, os.R_OK | (os.X_OK if kind == "folder" else 0)):
+        found.error(key, f"{path}: not readable (permissions)")
+    else:
+        return True
+    return False
+
+
+def _check_paths(cfg: LoopConfig, found: Findings) -> None:
+    base = cfg.base_model if isinstance(cfg.base_model, Path) else cfg.flywheel.bootstrap
+    key = "base_model" if isinstance(cfg.base_model, Path) else "flywheel.bootstrap"
+    if base is None:
+        return  # `champion` with no bootstrap: the round needs a champion in the ledger
+    if _check_path(found, key, base, "folder") and not (base / "config.json").is_file():
+        found.error(key, f"{base}: not a Hugging Face model folder (no config.json in it)")
+    _check_path(found, "suite.path", cfg.suite.path, "file")
+    if cfg.train.data is not None:
+        _check_path(found, "train.data", cfg.train.data, "file")
+    if cfg.data.corpus is not None and _check_path(found, "data.corpus", cfg.data.corpus, "file"):
+        from tuneloop.data.corpus import load_corpus_config
+
+        try:
+            load_corpus_config(cfg.data.corpus)
+        except InputError as err:
+            found.error("data.corpus", str(err).replace("\n  ", "\n    "))
+    from tuneloop.replay.teachers import check_replay
+
+    for key, message in check_replay(cfg.replay):
+        found.error(key, message)
+    _check_tracking(cfg, found)
+    # Outputs need not exist yet, but what exists must be of the right kind.
+    for key, path, kind in (
+        ("workdir", cfg.workdir, "folder"),
+        ("archive.root", cfg.archive.root, "folder"),
+        ("gate.ledger", cfg.gate.ledger, "file"),
+    ):
+        if path is not None and path.exists() and path.is_dir() != (kind == "folder"):
+            found.error(
+                key,
+                f"{path}: expected a {kind}, found a {'file' if kind == 'folder' else 'folder'}",
+            )
+
+
+def _check_tracking(cfg: LoopConfig, found: Findings) -> None:
+    """`tracking.mlflow`: the client installed, a store MLflow accepts (`tuneloop.tracking`)."""
+    if cfg.tracking.mlflow is None:
+        return
+    from tuneloop.tracking import check_uri
+
+    errors, warnings = check_uri(cfg.tracking.mlflow, ledger_path(cfg).parent)
+    for message in errors:
+        found.error("tracking.mlflow", message)
+    for message in warnings:
+        found.warn("tracking.mlflow", message)
+
+
+def _check_training(cfg: LoopConfig, found: Findings) -> None:
+    """`train.distributed` / `train.adapter` settings this machine cannot run (a missing
+    deepspeed or bitsandbytes, 4-bit without a GPU), found before eval_pre spends compute."""
+    if cfg.merge.zero_adapter:
+        return  # the control arm trains nothing
+    from tuneloop.train.strategy import strategy_problems
+
+    for key, message in strategy_problems(cfg.train):
+        found.error(key, message)
+
+
+def _check_rules(cfg: LoopConfig, found: Findings) -> None:
+    g = cfg.gate
+    if g.enabled and g.metric == "pass_at_k" and g.k > cfg.eval.n_samples:
+        found.error(
+            "gate.k",
+            f"pass@{g.k} needs at least {g.k} samples per item, but eval.n_samples is "
+            f"{cfg.eval.n_samples}; raise eval.n_samples or lower gate.k",
+        )
+    for key, message in [*output_problems(cfg), *replay_problems(cfg)]:
+        found.error(key, message)
+    unused = replay_unused(cfg)
+    if unused is not None:
+        found.warn("replay.teachers", unused)
+    if not cfg.merge.zero_adapter and cfg.train.data is None and cfg.data.corpus is None:
+        found.error(
+            "train.data",
+            "training has no data: set train.data (a JSONL) or data.corpus (a corpus-build "
+            "config whose output the data phase writes)",
+        )
+
+
+def _check_external(cfg: LoopConfig, found: Findings) -> None:
+    """The serving settings a backend reads only when it starts (minutes into a run).
+
+    EXTEND HERE as `serve.external` grows. That pre and post name different models unless
+    `aa_control` is set is already a validation rule of the config model (ExternalConfig),
+    reported by load_config before preflight runs.
+    """
+    serve = cfg.serve
+    if serve.backend != "external":
+        key_env, key_path = serve.api_key_env, "serve.api_key_env"
+    else:
+        ext = serve.external
+        key_env, key_path = ext.api_key_env, "serve.external.api_key_env"
+        bad: dict[str, str] = {}  # key → URL; a shared base_url is reported once
+        for arm in ("pre", "post"):
+            url, _ = ext.arm_endpoint(arm)
+            if url is not None and not url.startswith(("http://", "https://")):
+                own = getattr(ext, arm).base_url is not None
+                bad[f"serve.external.{arm}.base_url" if own else "serve.external.base_url"] = url
+        for key, url in bad.items():
+            found.error(key, f"expected an http(s) URL ending in /v1 (got {url!r})")
+    if key_env and not os.environ.get(key_env):
+        found.error(key_path, f"environment variable {key_env} is not set or empty")
+
+
+# ---- the suite: scorers, slices (the power warning: gate_power) ------------------------------
+
+
+def _unknown_item_scorers(path: Path) -> list[str]:
+    """`file:line: unknown scorer …` for every item naming one (load_suite stops at the first)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []  # load_suite reports it
+    out = []
+    # lines end at "\n" only, as load_suite counts them (JSON strings may hold U+2028)
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        try:
+            raw = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue  # load_suite reports bad JSON with its line
+        name = raw.get("scorer") if isinstance(raw, dict) else None
+        if isinstance(name, str) and name not in scorers:
+            out.append(
+                f"{path}:{lineno}: unknown scorer {name!r}{did_you_mean(name, scorers.names())}"
+            )
+    return out
+
+
+def _load_suite(cfg: LoopConfig, found: Findings) -> Suite | None:
+    path = cfg.suite.path
+    if not path.is_file() or not os.access(path, os.R_OK):
+        return None  # reported by _check_paths
+    unknown = _unknown_item_scorers(path)
+    if unknown:
+        found.error("suite.path", "\n    ".join(["items name unknown scorers:", *unknown]))
+        return None
+    # An unknown default scorer is reported under its own key; a known stand-in lets the
+    # slice checks run (scorer names never move an item between slices).
+    default = cfg.suite.default_scorer
+    if default not in scorers:
+        default = scorers.names()[0]
+    try:
+        return load_suite(path, default)
+    except InputError as err:
+        found.error("suite.path", str(err))
+        return None
+
+
+def _slice(cfg: LoopConfig, suite: Suite, key: str, name: str, found: Findings) -> set[str] | None:
+    fractions = cfg.suite.slices
+    if cfg.suite.rolling is None and any(part not in fractions for part in name.split("+")):
+        part = next(p for p in name.split("+") if p not in fractions)
+        known = ", ".join(sorted(fractions)) or "none"
+        found.error(
+            key,
+            f"unknown slice {part!r}{did_you_mean(part, fractions)}; suite.slices has: {known}",
+        )
+        return None
+    try:
+        return set(resolve_slice(suite, cfg.suite, name))
+    except InputError as err:  # a rolling name out of range, or no slice fits
+        found.error(key, str(err))
+        return None
+
+
+def _check_slices(cfg: LoopConfig, suite: Suite, found: Findings) -> int:
+    """Check eval and gate slices; the gate slice's size (0 when it cannot be judged)."""
+    e, g = cfg.eval.slice, cfg.gate
+    evaluated = (
+        {i.id for i in suite.items} if e is None else _slice(cfg, suite, "eval.slice", e, found)
+    )
+    if evaluated is not None and not evaluated:
+        found.error("eval.slice", f"slice {e!r} has no items in {suite.path}")
+        return 0
+    if not g.enabled:
+        return 0
+    gate = _slice(cfg, suite, "gate.slice", g.slice, found)
+    if gate is None or evaluated is None:
+        return 0
+    if not gate <= evaluated:
+        found.error(
+            "eval.slice",
+            f"evaluates only slice {e!r}, but the gate decides on slice {g.slice!r}, whose "
+            f"items would not be evaluated; leave eval.slice unset to evaluate the whole suite",
+        )
+    elif not evaluated - gate:
+        found.error(
+            "gate.slice",
+            f"the report uses every evaluated item except the gate slice {g.slice!r}, and none "
+            f"is left ({len(evaluated)} evaluated, all in the gate slice); evaluate the whole "
+            "suite (eval.slice unset) with another slice in suite.slices",
+        )
+    if len(gate) < g.min_items:
+        found.error(
+            "gate.min_items",
+            f"the gate slice {g.slice!r} has {len(gate)} items, fewer than min_items "
+            f"{g.min_items}: the gate could only reject; enlarge suite.slices.{g.slice} or "
+            "the suite",
+        )
+    return len(gate)

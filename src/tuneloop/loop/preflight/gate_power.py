@@ -1,0 +1,99 @@
+"""Preflight's power warning: the gate slice's minimum detectable effect against gate.margin.
+
+The MDE is one-sided at gate.alpha with `POWER` (Miller 2024; the formula of
+`tuneloop.stats.power`). The spread of item differences comes from the round's own eval_pre log
+when it exists, else from the conservative `ASSUMED_SD_DIFF`. `checks.preflight` runs
+`check_power` once the gate slice's size is known.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+from tuneloop.errors import InputError
+from tuneloop.loop.layout import RunLayout
+from tuneloop.loop.preflight.findings import Findings
+
+if TYPE_CHECKING:
+    from tuneloop.config import LoopConfig
+
+POWER = 0.8
+"""Power the gate's minimum detectable effect is computed for."""
+
+ASSUMED_SD_DIFF = math.sqrt(0.5)
+"""sd of a paired difference of two independent Bernoulli(0.5) item scores (√0.5 ≈ 0.707):
+the largest spread two independent pass/fail arms can have, used when there is no pilot."""
+
+
+def _sd_diff(cfg: LoopConfig) -> tuple[float, str]:
+    """(sd of item differences, where it came from): the eval_pre pilot, else the assumption."""
+    run = RunLayout(cfg.workdir)
+    pilot = run.eval_pre
+    note = f"no pilot log in {pilot}"
+    if cfg.gate.metric != "mean":
+        note = "the pilot log gives mean item scores, not pass@k"
+    elif run.pre_summary.is_file():
+        from tuneloop.report.power import pilot_sd_diff
+        from tuneloop.samplelog import load_sample_log
+
+        try:
+            n, sd, how = pilot_sd_diff([load_sample_log(pilot)], correlation=0.5)
+        except InputError as err:
+            note = f"the pilot log {pilot} is unusable: {err}"
+        else:
+            if sd > 0:
+                return sd, f"pilot {pilot} ({n} items); {how}"
+            note = f"the pilot log {pilot} has no spread in item scores"
+    return ASSUMED_SD_DIFF, (
+        "assumed: two independent Bernoulli(0.5) item scores, the largest spread of two "
+        f"independent pass/fail arms ({note})"
+    )
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    normal = NormalDist()
+    return normal.inv_cdf(1 - alpha) + normal.inv_cdf(power)
+
+
+def gate_mde(n_items: int, sd_diff: float, alpha: float, power: float = POWER) -> float:
+    """One-sided minimum detectable effect: `tuneloop.stats.min_detectable_effect(...,
+    two_sided=False)` (Miller 2024) with the normal quantiles of the standard library, because
+    importing `tuneloop.stats` loads scipy and doubles `check`'s wall time. The preflight tests
+    hold the two equal."""
+    return _z_sum(alpha, power) * sd_diff / math.sqrt(n_items)
+
+
+def gate_items_needed(effect: float, sd_diff: float, alpha: float, power: float = POWER) -> int:
+    """Items for a one-sided test to detect `effect` (> 0): `tuneloop.stats.items_needed`."""
+    return max(1, math.ceil((_z_sum(alpha, power) * sd_diff / effect) ** 2))
+
+
+def check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
+    g = cfg.gate
+    sd, source = _sd_diff(cfg)
+    mde = gate_mde(n, sd, g.alpha)
+    if mde <= g.margin:
+        return
+    if g.margin > 0:
+        need = gate_items_needed(g.margin, sd, g.alpha)
+        fraction = cfg.suite.slices.get(g.slice)
+        advice = f"Detecting Δ = margin needs {need} gate items" + (
+            f" (a suite of about {math.ceil(need / fraction)} at suite.slices.{g.slice} = "
+            f"{fraction:g})"
+            if fraction
+            else " (suite.rolling.gate_size)"
+        )
+    else:
+        advice = (
+            "Margin 0 counts any improvement, and no slice size detects every one; set "
+            "gate.margin to the smallest improvement worth shipping"
+        )
+    found.warn(
+        "gate.margin",
+        f"the gate slice {g.slice!r} has {n} items: at one-sided alpha {g.alpha:g} with "
+        f"{POWER:.0%} power the minimum detectable effect is Δ = {mde:.3f}, above the margin "
+        f"{g.margin:g}; a true improvement between the two will most often be rejected as not "
+        f"significant. {advice}. sd of item differences {sd:.3f}, {source}",
+    )

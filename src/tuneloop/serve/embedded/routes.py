@@ -1,0 +1,324 @@
+"""The embedded server's routes: FastAPI handlers over the batching engine.
+
+Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`
+(which also reports the engine's `running` and `waiting` rows, and how many were `cancelled`
+because their client went away).
+Chat prompts are rendered with the model's chat template and decoding stops at the template's
+end-of-turn token (generation_config's eos ids), or exactly at `--stop-token-ids` when given
+(the loop passes one set for both arms, so they cannot stop in different places). Tools are
+rendered and tool calls read back as `tools.py` describes; `stream: true` is `stream.py`.
+Concurrent requests share a continuously refilled decode batch; see `engine.py` for what
+batching does and `decode.py` for what it preserves. The process around them (bind, load,
+serve) is `server.py`.
+
+Safety: binds loopback unless told otherwise; with `--api-key-env VAR` every /v1 route needs
+`Authorization: Bearer $VAR`; bodies over `max_body_bytes` get a 413 and `max_tokens` over the
+cap a 400; malformed JSON and invalid parameters get a 400 with an OpenAI-style error body.
+Requests naming another model get a 404, so a client cannot silently evaluate the wrong model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import random
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tuneloop.config import ServerConfig
+from tuneloop.envs.render import prepare_messages, template_handles_tools
+from tuneloop.serve.api_error import ApiError
+from tuneloop.serve.embedded.protocol import (
+    ChatRequest,
+    CompletionRequest,
+    decode_body,
+    include_usage,
+    parse_chat,
+    parse_completion,
+    read_capped_body,
+    usage,
+)
+from tuneloop.serve.embedded.row import Row, RowResult, derive_seed
+from tuneloop.serve.embedded.stream import StreamMeta, stream_response
+from tuneloop.serve.embedded.tools import forced_prefix, parse_tool_calls
+
+if TYPE_CHECKING:
+    from tuneloop.serve.embedded.engine import Engine
+
+
+# Seeds for requests that bring none (seeded once from the OS, not per request).
+_UNSEEDED = random.Random()
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Everything `run_server` needs besides the model folder: the settings a user chooses
+    (`ServerConfig`, loop.yaml's `serve:` keys) and what the process is told at launch."""
+
+    config: ServerConfig = ServerConfig()
+    """Host, port, batching, caps and threads (`tuneloop serve`'s options)."""
+    served_model_name: str | None = None
+    """Name clients put in `model`; defaults to the model folder as given."""
+    api_key: str | None = None
+    """Bearer token required on /v1 routes (read from the env var, never from argv)."""
+    port_file: str | None = None
+    """Where to write the bound port (for port 0), for the parent that spawned us."""
+    parent_pid: int | None = None
+    """Exit when this process is no longer our parent."""
+    stop_token_ids: tuple[int, ...] | None = None
+    """Tokens that end a completion, replacing the checkpoint's generation-config eos ids."""
+    traffic_log: str | None = None
+    """Folder of the traffic log (`serve/traffic/`): every exchange logged, `POST /v1/feedback`
+    accepted. Opt-in and never set by the loop's evaluations (their requests are not users')."""
+
+
+def _error(err: ApiError) -> JSONResponse:
+    return JSONResponse(err.body(), status_code=err.status)
+
+
+def _new_id(kind: str) -> str:
+    prefix = "chatcmpl" if kind == "chat" else "cmpl"
+    return f"{prefix}-{_UNSEEDED.getrandbits(96):024x}"  # uuid4 costs a syscall
+
+
+def _chat_choice(index: int, result: RowResult, tools: bool, prefill: str = "") -> dict[str, Any]:
+    """One chat choice; with tools in use, a completion that parses as calls becomes
+    `tool_calls` with finish_reason `tool_calls`, anything else stays raw text. `prefill` (a
+    forced call's start, see `tools.forced_prefix`) is read as the completion's beginning."""
+    text = prefill + result.text
+    parsed = parse_tool_calls(text) if tools else None
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    reason = result.finish_reason
+    if parsed is not None:
+        message = {
+            "role": "assistant",
+            "content": parsed[0],
+            "tool_calls": [call.openai() for call in parsed[1]],
+        }
+        reason = "tool_calls"
+    return {"index": index, "message": message, "finish_reason": reason, "logprobs": None}
+
+
+def _rows(
+    prompts: list[list[int]], req: ChatRequest | CompletionRequest, context: int | None
+) -> list[Row]:
+    """prompts × n rows; sample index k = prompt index · n + i seeds row k.
+
+    Deliberate deviation from vLLM, which refuses prompt + max_tokens > context: the length
+    is clamped to what the context leaves (finish_reason `length`), so that one eval config
+    works on toy models with tiny contexts. A prompt that fills the context is refused.
+    """
+    base = req.seed if req.seed is not None else _UNSEEDED.getrandbits(63)
+    assert req.max_tokens is not None  # filled in by parse_*
+    rows = []
+    for p, ids in enumerate(prompts):
+        if not ids:
+            raise ApiError("prompt is empty after tokenization", param="prompt")
+        room = req.max_tokens if context is None else context - len(ids)
+        if room < 1:
+            raise ApiError(
+                f"prompt is {len(ids)} tokens; the model's context is {context}",
+                param="messages" if isinstance(req, ChatRequest) else "prompt",
+                code="context_length_exceeded",
+            )
+        rows += [
+            Row(
+                prompt_ids=tuple(ids),
+                temperature=req.temperature,
+                top_p=req.top_p,
+                max_tokens=min(req.max_tokens, room),
+                seed=derive_seed(base, p * req.n + i),
+                stops=req.stop_list(),
+            )
+            for i in range(req.n)
+        ]
+    return rows
+
+
+class _Routes:
+    """Request handlers bound to one engine and one set of settings."""
+
+    def __init__(self, engine: Engine, name: str, settings: ServerSettings) -> None:
+        self.engine = engine
+        self.name = name
+        self.settings = settings
+        self.native_tools = template_handles_tools(engine.chat_template)
+        """Whether the chat template renders tools itself (else `tools.py`'s fallback)."""
+
+    def check_auth(self, request: Request) -> None:
+        key = self.settings.api_key
+        if key is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+            raise ApiError(
+                "missing or wrong API key (Authorization: Bearer …)",
+                status=401,
+                code="invalid_api_key",
+            )
+
+    async def parse(self, request: Request, kind: str) -> ChatRequest | CompletionRequest:
+        self.check_auth(request)
+        limits = self.settings.config
+        body = decode_body(await read_capped_body(request, limits.max_body_bytes), limits)
+        req = parse_chat(body, limits) if kind == "chat" else parse_completion(body, limits)
+        if req.model != self.name:
+            raise ApiError(
+                f"model {req.model!r} is not served here; this server serves {self.name!r}",
+                status=404,
+                param="model",
+                code="model_not_found",
+            )
+        return req
+
+    async def generate(self, rows: list[Row]) -> list[RowResult]:
+        return await asyncio.wrap_future(self.engine.submit(rows))
+
+    def envelope(
+        self, kind: str, choices: list[dict[str, Any]], prompt_tokens: int, results: list[RowResult]
+    ) -> dict[str, Any]:
+        return {
+            "id": _new_id(kind),
+            "object": "chat.completion" if kind == "chat" else "text_completion",
+            "created": int(time.time()),
+            "model": self.name,
+            "choices": choices,
+            "usage": usage(prompt_tokens, sum(r.completion_tokens for r in results)),
+        }
+
+    def stream(
+        self,
+        kind: str,
+        rows: list[Row],
+        req: ChatRequest | CompletionRequest,
+        prompt_tokens: int,
+        prefill: str = "",
+    ) -> Response:
+        tools = isinstance(req, ChatRequest) and req.tools_in_use() is not None
+        meta = StreamMeta(
+            kind, _new_id(kind), self.name, prompt_tokens, include_usage(req), tools, prefill
+        )
+        return stream_response(self.engine, rows, meta, req.stop_list())
+
+    def prefill(self, req: ChatRequest) -> str:
+        """The forced start of the reply for `tool_choice: "required"` or a named function
+        ("" otherwise); a 400 when the template has no call format to force."""
+        choice = req.tool_choice
+        if req.tools_in_use() is None or choice in (None, "auto"):
+            return ""
+        name = None if choice == "required" else choice.function.name  # type: ignore[union-attr]
+        try:
+            prefix = forced_prefix(self.engine.render_chat, self.native_tools, name)
+        except Exception:  # a template that cannot render a call cannot be forced to write one
+            prefix = None
+        if prefix is None:
+            raise ApiError(
+                "tool_choice: this model's chat template writes no <tool_call> block, so a "
+                "call cannot be enforced; use tool_choice 'auto'",
+                param="tool_choice",
+            )
+        return prefix
+
+    def chat_prompt(self, req: ChatRequest, prefill: str = "") -> list[int]:
+        tools = req.tools_in_use()
+        messages, template_tools = prepare_messages(
+            [m.template_dict() for m in req.messages], tools, self.native_tools
+        )
+        try:
+            return self.engine.chat_prompt(messages, template_tools, prefill)
+        except Exception as err:  # template errors are the request's (or model's) fault
+            raise ApiError(f"cannot render the chat template: {err}", param="messages") from None
+
+    async def chat(self, request: Request) -> dict[str, Any] | Response:
+        req = await self.parse(request, "chat")
+        assert isinstance(req, ChatRequest)
+        prefill = self.prefill(req)
+        prompt = self.chat_prompt(req, prefill)
+        rows = _rows([prompt], req, self.engine.context)
+        if req.stream:
+            return self.stream("chat", rows, req, len(prompt), prefill)
+        results = await self.generate(rows)
+        tools = req.tools_in_use() is not None
+        choices = [_chat_choice(i, r, tools, prefill) for i, r in enumerate(results)]
+        return self.envelope("chat", choices, len(prompt), results)
+
+    async def completions(self, request: Request) -> dict[str, Any] | Response:
+        req = await self.parse(request, "text")
+        assert isinstance(req, CompletionRequest)
+        texts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
+        prompts = [self.engine.text_prompt(t) for t in texts]
+        rows = _rows(prompts, req, self.engine.context)
+        if req.stream:
+            return self.stream("text", rows, req, sum(len(p) for p in prompts))
+        results = await self.generate(rows)
+        choices = [
+            {"index": i, "text": r.text, "finish_reason": r.finish_reason, "logprobs": None}
+            for i, r in enumerate(results)
+        ]
+        return self.envelope("text", choices, sum(len(p) for p in prompts), results)
+
+    def models(self, request: Request) -> dict[str, Any]:
+        self.check_auth(request)
+        return {
+            "object": "list",
+            "data": [{"id": self.name, "object": "model", "created": 0, "owned_by": "tuneloop"}],
+        }
+
+
+def create_app(engine: Engine, name: str, settings: ServerSettings) -> FastAPI:
+    """The FastAPI app; the caller owns the engine's start and close."""
+    app = FastAPI(title="tuneloop embedded server", docs_url=None, redoc_url=None)
+    routes = _Routes(engine, name, settings)
+    app.state.routes = routes
+
+    async def guarded(handler: Any, request: Request) -> Response:
+        try:
+            result = handler(request)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return result if isinstance(result, Response) else JSONResponse(result)
+        except ApiError as err:
+            return _error(err)
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "model": name,
+            "running": engine.running,
+            "waiting": engine.waiting,
+            "cancelled": engine.rows_cancelled,
+        }
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> Response:
+        return await guarded(routes.models, request)
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Response:
+        return await guarded(routes.chat, request)
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> Response:
+        return await guarded(routes.completions, request)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(
+            ApiError(
+                str(exc.detail),
+                status=exc.status_code,
+                type="not_found_error" if exc.status_code == 404 else "invalid_request_error",
+            )
+        )
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        return _error(ApiError(f"internal error: {exc!r}", status=500, type="server_error"))
+
+    return app

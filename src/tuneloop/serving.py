@@ -1,0 +1,55 @@
+"""Shared library: put a model behind an OpenAI-compatible endpoint for as long as it is needed.
+
+    with serving("examples/arith/model") as ep:          # embedded FastAPI + transformers
+        client = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key or "none")
+        client.chat.completions.create(model=ep.model, messages=[...])
+
+    with serving(model_dir, cfg.serve, log_path=..., arm="pre", decoding=contract) as ep: ...
+
+`serving(model, config)` looks `config.backend` up in the `serve_backends` registry
+(`embedded`, `vllm`, `external`, or a plugin) and yields an `Endpoint` once the server answers
+a health check and one real completion; on exit the server's whole process group is gone.
+`config` is loop.yaml's typed `serve` section (`ServeConfig`; None: its defaults, the embedded
+backend); each backend reads its own part of it (embedded: the `ServerConfig` keys; vllm:
+`serve.vllm`; external: `serve.external`). What a backend is asked and returns, and why pre
+and post share one `Decoding`, is `tuneloop.endpoint`.
+
+Why here and not in the serve phase: the loop serves the arms it evaluates and the replay phase
+serves its embedded teachers, and a phase never imports another phase; so `serving` sits below
+both (as `tuneloop.client` does for the OpenAI client), and the backends themselves
+(`tuneloop.serve.backends`) are plugins the registry loads by name. Nothing heavy is imported
+here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tuneloop.config import ServeConfig
+from tuneloop.endpoint import Arm, Decoding, Endpoint
+from tuneloop.registry import serve_backends
+
+__all__ = ["serving"]
+
+
+@contextmanager
+def serving(
+    model: str | Path,
+    config: ServeConfig | None = None,
+    *,
+    log_path: Path | None = None,
+    arm: Arm | None = None,
+    decoding: Decoding | None = None,
+) -> Iterator[Endpoint]:
+    """Serve `model` with `config.backend` for the duration of the `with` block.
+
+    `config` is the `serve` section (None: its defaults); `arm` says which side of a
+    comparison this is (the external backend needs it); `decoding` is the contract both arms
+    are served under (None: the checkpoint's own metadata).
+    """
+    config = config if config is not None else ServeConfig()
+    start = serve_backends.get(config.backend)  # a ServeBackend (tuneloop.endpoint)
+    with start(model, config, log_path=log_path, arm=arm, decoding=decoding) as endpoint:
+        yield endpoint
