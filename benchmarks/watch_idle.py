@@ -36,6 +36,8 @@ from pathlib import Path
 import psutil
 import yaml
 
+from tuneloop.flywheel.paths import FlywheelPaths
+
 TUNELOOP = str(Path(sys.executable).parent / "tuneloop")
 DEFAULT_POLL_S = 300.0
 
@@ -104,7 +106,7 @@ def append_exchange(log: Path, k: int) -> None:
 def measure_watcher(config: Path, seconds: float, flowing: bool) -> tuple[float, int, float]:
     """(CPU seconds, polls, wall seconds) of the watcher after its first poll; with
     `flowing`, one exchange is appended to the log every 0.1 s meanwhile."""
-    db = config.parent / "runs" / "loop" / "flywheel.db"
+    db = FlywheelPaths(config.parent / "runs" / "loop").state
     log = config.parent / "logs" / "traffic.jsonl"
     proc = subprocess.Popen(
         [TUNELOOP, "watch", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

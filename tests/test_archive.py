@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tuneloop.archive import ArchiveInput, Recipe, archive_run, read_manifest, verify_archive
+from tuneloop.archive import (
+    ARCHIVED_RUN_DIR,
+    ArchiveInput,
+    Recipe,
+    archive_run,
+    read_manifest,
+    verify_archive,
+)
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.loop.handover import archive_recipe
@@ -165,8 +172,8 @@ def test_every_single_flipped_byte_is_detected(archived: Path) -> None:
 
 
 def test_missing_and_extra_files_are_reported(archived: Path) -> None:
-    (archived / "run" / "report" / "delta.json").unlink()
-    (archived / "run" / "stray.txt").write_text("x")
+    (archived / ARCHIVED_RUN_DIR / "report" / "delta.json").unlink()
+    (archived / ARCHIVED_RUN_DIR / "stray.txt").write_text("x")
     problems = verify_archive(archived)
     assert "run/report/delta.json: missing" in problems
     assert "run/stray.txt: not in the manifest" in problems
@@ -186,12 +193,12 @@ def test_links_are_refused_by_verify(archived: Path, tmp_path: Path) -> None:
     """Defect 13: verify accepted a symlink pointing out of the archive."""
     outside = tmp_path / "secret.txt"
     outside.write_text('{"delta": 0.25}')
-    target = archived / "run" / "report" / "delta.json"
+    target = archived / ARCHIVED_RUN_DIR / "report" / "delta.json"
     target.unlink()
     target.symlink_to(outside)  # same bytes, but not a file of the archive
     problems = verify_archive(archived)
     assert any("delta.json: is a link" in p for p in problems)
-    (archived / "run" / "extra").symlink_to(outside)
+    (archived / ARCHIVED_RUN_DIR / "extra").symlink_to(outside)
     assert any("extra: is a link" in p for p in verify_archive(archived))
 
 
@@ -205,10 +212,10 @@ def test_an_existing_archive_is_never_overwritten(archived: Path, tmp_path: Path
     with pytest.raises(PhaseFailed, match="holds run 'r1'"):
         archive_run(work, archived, _state("r2"), recipe, base_model_sha256="b" * 64)
     # an archive that no longer verifies: refused, and left as it is
-    (archived / "run" / "report" / "delta.json").write_text('{"delta": 0.99}')
+    (archived / ARCHIVED_RUN_DIR / "report" / "delta.json").write_text('{"delta": 0.99}')
     with pytest.raises(PhaseFailed, match="never overwritten"):
         archive_run(work, archived, _state(), recipe, base_model_sha256="b" * 64, skip=SKIP)
-    assert (archived / "run" / "report" / "delta.json").read_text() == '{"delta": 0.99}'
+    assert (archived / ARCHIVED_RUN_DIR / "report" / "delta.json").read_text() == '{"delta": 0.99}'
 
 
 def test_archive_knows_nothing_of_the_loop() -> None:

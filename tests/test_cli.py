@@ -157,6 +157,45 @@ def test_check_reports_schema_and_semantic_errors_together(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["loop.yaml", "m", "s.jsonl"]
 
 
+@pytest.mark.parametrize(
+    "how",
+    [("run",), ("run", "--plan"), ("run", "--round", "next")],
+    ids=" ".join,
+)
+def test_run_reports_schema_and_semantic_errors_together(
+    tmp_path: Path, how: tuple[str, ...]
+) -> None:
+    """`tuneloop run` (also `--plan`, and a flywheel round) reports an unknown key (schema)
+    and an unknown backend (preflight) in one report, as `check` does, and creates nothing:
+    no workdir, no ledger, no archive."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    items = "".join(
+        f'{{"id": "q{i}", "prompt": "{i}+1=", "answer": "{i + 1}"}}\n' for i in range(99)
+    )
+    (tmp_path / "s.jsonl").write_text(items)
+    round_run = "--round" in how
+    cfg = tmp_path / "loop.yaml"
+    cfg.write_text(
+        f"base_model: {'champion' if round_run else 'm'}\n"
+        "serve: {backend: embeded}\n"
+        "suite:\n"
+        "  path: s.jsonl\n"
+        "  rolling: {audit_fraction: 0.2, gate_size: 40}\n"
+        "train:\n"
+        "  stesp: 5\n"
+        "flywheel: {bootstrap: m}\n"
+    )
+    done = subprocess.run(
+        [str(TUNELOOP), *how, str(cfg)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "train.stesp (line 7): unknown key (did you mean 'steps'?)" in done.stderr
+    assert "serve.backend (line 2): unknown serve backend 'embeded'" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["loop.yaml", "m", "s.jsonl"]
+
+
 def test_check_prints_resolved_config(tmp_path: Path) -> None:
     # check also preflights the inputs (tests/loop/preflight/test_checks.py), so they must exist
     (tmp_path / "m").mkdir()

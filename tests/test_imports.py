@@ -1,12 +1,14 @@
-"""Import direction (docs/design.md, §3 "Layering"): cli → flywheel/view → loop → phases →
+"""Import direction (docs/design.md, §3 "Layering"): cli → view → flywheel → loop → phases →
 shared libraries (scorers, stats, client, envs, scrub, serving) → core (config, records,
 registry, plugins, suite, …).
 
 Every import in src/tuneloop counts: module level, inside functions, under TYPE_CHECKING.
 A phase never imports another phase (two phases that need the same code move it down into a
 shared library); `stats` imports nothing of ours; nothing imports `cli`; core and the shared
-libraries import no phase and not the loop; core imports no shared library. And no file
-reaches itself through imports: a cycle between files is fixed by moving the shared type down.
+libraries import no phase and not the loop; core imports no shared library; among the
+orchestration packages view imports flywheel and loop, flywheel imports loop, never back. And
+no file reaches itself through imports: a cycle between files is fixed by moving the shared
+type down.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ CORE = {
     "pidlock",
 }
 ORCHESTRATION = {"loop", "flywheel", "view"}
+ORCHESTRATION_ORDER = ("view", "flywheel", "loop")
+"""Above to below: the dashboard reads rounds over time, which run rounds; never upwards."""
 ENTRY_POINTS = {
     # `python -m tuneloop` and `python -m tuneloop.serve.app` (what `serving()` spawns) are
     # console scripts (both run `entry.run_app`); nothing may import them.
@@ -134,7 +138,14 @@ def broken_rule(imp: Import) -> str | None:
         return "core imports no shared library"
     if src in PHASES and dst in ORCHESTRATION:
         return "a phase does not import the loop that runs it"
+    upward = src in ORCHESTRATION and dst in ORCHESTRATION and _below(src, dst)
+    if upward:
+        return "orchestration imports only downwards: view → flywheel → loop"
     return None
+
+
+def _below(src: str, dst: str) -> bool:
+    return ORCHESTRATION_ORDER.index(src) > ORCHESTRATION_ORDER.index(dst)
 
 
 def violations() -> list[str]:
@@ -276,3 +287,19 @@ def test_the_cycle_scan_finds_a_cycle() -> None:
 def test_every_listed_package_exists_or_is_planned() -> None:
     for name in PHASES | SHARED | CORE | ORCHESTRATION:
         assert _is_module(f"tuneloop.{name}"), name
+
+
+def test_each_rule_fires_on_an_arrow_against_it() -> None:
+    def rule(source: str, target: str) -> str | None:
+        return broken_rule(Import("x.py:1", source, target))
+
+    assert rule("tuneloop.loop.runner", "tuneloop.cli") == "nothing imports cli"
+    assert rule("tuneloop.stats.paired", "tuneloop.errors") == "stats imports nothing of ours"
+    assert rule("tuneloop.gate.verdict", "tuneloop.report.delta") is not None
+    assert rule("tuneloop.suite.reader", "tuneloop.envs.items") == "core imports no shared library"
+    assert rule("tuneloop.scorers.numeric", "tuneloop.serve.backends") is not None
+    assert rule("tuneloop.train.run", "tuneloop.loop.layout") is not None
+    assert rule("tuneloop.loop.runner", "tuneloop.flywheel.watch") is not None
+    assert rule("tuneloop.flywheel.status", "tuneloop.view.page") is not None
+    assert rule("tuneloop.view.page", "tuneloop.flywheel.status") is None
+    assert rule("tuneloop.flywheel.status", "tuneloop.loop.layout") is None

@@ -114,9 +114,10 @@ class _Simulator(threading.Thread):
 
 
 def _stop_service() -> None:
+    from tuneloop.flywheel.paths import FlywheelPaths
     from tuneloop.flywheel.service import ManagedService, ServiceSettings
 
-    ManagedService(ServiceSettings(state_dir=WORKDIR / "flywheel" / "service")).stop()
+    ManagedService(ServiceSettings(state_dir=FlywheelPaths(WORKDIR).service)).stop()
 
 
 def _summary(sim: dict, wall_s: float) -> None:

@@ -165,7 +165,7 @@ def runner(config: Path, overrides: list[str] | None = None, **sel: str) -> Runn
 
 def run_round(config: Path, overrides: list[str] | None = None, asked: str = "next") -> int:
     """`tuneloop run CONFIG --round ASKED` on the fake phase table."""
-    from tuneloop.loop.round_run import RoundRequest, execute
+    from tuneloop.loop.rounds.driver import RoundRequest, execute
 
     table = phases()
     selection = Selection(names=tuple(p.name for p in table))

@@ -167,7 +167,7 @@ def test_writing_a_round_again_adds_no_run_version_or_metric_point(
 def test_flywheel_rounds_share_one_experiment_and_one_registered_model(
     tmp_path: Path, store: Path
 ) -> None:
-    from ..loop.test_rounds import flywheel_config
+    from ..loop.rounds.test_driver import flywheel_config
 
     config = flywheel_config(tmp_path)
     config.write_text(config.read_text() + "tracking:\n  mlflow: default\n")

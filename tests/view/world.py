@@ -28,12 +28,12 @@ from tuneloop.flywheel.watch import (
     WatchState,
     new_row,
 )
-from tuneloop.loop.round_run import RoundRequest, execute
+from tuneloop.loop.rounds.driver import RoundRequest, execute
 from tuneloop.loop.runner import Selection
 from tuneloop.records import write_record
 
 from ..loop.fakeloop import phases
-from ..loop.test_rounds import flywheel_config
+from ..loop.rounds.test_driver import flywheel_config
 from ..report.htmlround import CANARY
 
 PSI = {"r0001": 0.08, "r0002": None, "r0003": 0.41, "r0004": 0.12}

@@ -33,6 +33,7 @@ from __future__ import annotations
 from tuneloop.archive.pack import MAX_MODEL_COPY_MB, ArchiveInput, Recipe, archive_run
 from tuneloop.archive.verify import (
     ARCHIVED_FILE,
+    ARCHIVED_RUN_DIR,
     MANIFEST,
     MANIFEST_HASH,
     read_archived,
@@ -43,6 +44,7 @@ from tuneloop.records.manifest import Archived, Manifest
 
 __all__ = [
     "ARCHIVED_FILE",
+    "ARCHIVED_RUN_DIR",
     "MANIFEST",
     "MANIFEST_HASH",
     "MAX_MODEL_COPY_MB",

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from tuneloop.archive.verify import (
+    ARCHIVED_RUN_DIR,
     MANIFEST,
     MANIFEST_HASH,
     file_table,
@@ -82,7 +83,9 @@ def archive_run(
     shutil.rmtree(tmp, ignore_errors=True)  # our own unfinished copy, never a user's file
     top = os.fspath(workdir)
     shutil.copytree(
-        workdir, tmp / "run", ignore=lambda d, names: [n for n in names if d == top and n in skip]
+        workdir,
+        tmp / ARCHIVED_RUN_DIR,
+        ignore=lambda d, names: [n for n in names if d == top and n in skip],
     )
     external = _copy_inputs(recipe, tmp / "inputs", target.name)
     manifest = Manifest(

@@ -11,6 +11,8 @@ from tuneloop.records.manifest import Archived, Manifest, ManifestFile
 MANIFEST = "manifest.json"
 MANIFEST_HASH = "MANIFEST.sha256"
 ARCHIVED_FILE = "archived.json"
+ARCHIVED_RUN_DIR = "run"
+"""The folder of an archive (`<archive root>/<run_id>/`) that holds the run's workdir."""
 
 
 def read_archived(folder: Path) -> Archived:

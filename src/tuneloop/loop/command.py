@@ -13,7 +13,8 @@ from tuneloop.config import LoopConfig, load_config
 from tuneloop.errors import EXIT_PHASE_FAILED, PhaseFailed
 from tuneloop.loop.layout import RunLayout
 from tuneloop.loop.preflight import check_before_compute
-from tuneloop.loop.round_run import RoundRequest, execute
+from tuneloop.loop.rounds import preflight_errors
+from tuneloop.loop.rounds.driver import RoundRequest, execute
 from tuneloop.loop.runner import Runner, Selection
 from tuneloop.loop.summary import print_outcome
 
@@ -48,7 +49,10 @@ def run(
     1 the gate rejected it or it awaits approval, 2 a usage or input error, 3 a phase failed
     (the loop stopped there).
     """
-    cfg = load_config(config, overrides)
+    # schema and preflight errors in one report, as `tuneloop check` gives them
+    cfg = load_config(
+        config, overrides, semantic=preflight_errors(config, as_round=round_id is not None)
+    )
     selection = Selection(from_phase=from_phase, only=only)
     selection.validate()
     if round_id is not None or cfg.base_model == "champion":
@@ -80,7 +84,7 @@ def _run_round(
     trigger_file: Path | None,
     plan: bool,
 ) -> int:
-    """One flywheel round (`tuneloop.loop.round_run`); returns the exit status."""
+    """One flywheel round (`tuneloop.loop.rounds.driver`); returns the exit status."""
     request = RoundRequest(config, overrides, selection, asked or "next", trigger_file)
     if plan:
         return execute(cfg, request, plan=_print_plan)

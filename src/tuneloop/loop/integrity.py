@@ -219,7 +219,7 @@ def run_promote(ctx: PhaseContext) -> None:
 
 
 def _final_descriptor(ctx: PhaseContext, verdict: GateVerdict) -> dict[str, Any]:
-    from tuneloop.archive import read_archived, verify_archive
+    from tuneloop.archive import ARCHIVED_RUN_DIR, read_archived, verify_archive
     from tuneloop.records import sha256_path
 
     assert verdict.evidence is not None
@@ -231,7 +231,7 @@ def _final_descriptor(ctx: PhaseContext, verdict: GateVerdict) -> dict[str, Any]
         problems = verify_archive(target)
         if problems:
             raise PhaseFailed(f"archive {target} does not verify: " + "; ".join(problems[:5]))
-        model = RunLayout(target / "run").merged_model
+        model = RunLayout(target / ARCHIVED_RUN_DIR).merged_model
         location = "archive (verified)"
     else:
         target, model = None, ctx.layout.merged_model

@@ -42,7 +42,7 @@ RECORDS: dict[str, tuple[str, str]] = {
         "<out>/ddp_rank_<r>.json (DiLoCo's reference)",
     ),
     "FlywheelStatus": ("tuneloop.flywheel.status", "`tuneloop status --json`"),
-    "RoundRecord": ("tuneloop.loop.rounds", "<workdir>/rounds/<id>/round.json"),
+    "RoundRecord": ("tuneloop.loop.rounds.lineage", "<workdir>/rounds/<id>/round.json"),
     "RoundTrigger": (
         "tuneloop.flywheel.watch.state",
         "<workdir>/flywheel/<round>.trigger.json (tuneloop watch)",

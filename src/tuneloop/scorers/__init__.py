@@ -1,7 +1,7 @@
 """Built-in scorers; importing this package registers them in `tuneloop.registry.scorers`.
 
 exact, regex, choice  (text.py)       numeric  (numeric.py)
-json                  (jsonscore.py)  python_tests  (python_tests.py, runs sandbox.py)
+json                  (jsonscore.py)  python_tests  (python_tests.py, runs sandbox/)
 agent_answer, tool_call_valid, tool_match, redundant_calls, failed_calls, turns, tokens
                       (agent.py: agent trajectories)
 

@@ -9,7 +9,7 @@ The code is the first ```python (or unlabelled) fenced block — preferring one 
 `entry_point` is given and the code does not define it, the item's `prompt` (the signature and
 docstring) is prepended, since such completions continue the prompt; when the tests define
 `check(candidate)` and never call it, `check(<entry_point>)` is appended. The program passes
-when it exits 0 within the limits (see `sandbox.py`); anything else scores 0 with the reason
+when it exits 0 within the limits (see `sandbox/`); anything else scores 0 with the reason
 and the tail of stderr. Limits come from the factory keywords, overridden per item by
 `scorer_args` (`wall_s`, `cpu_s`, `memory_mb`). `detail["isolation"]` names the sandbox layers in
 force, and `detail["isolation_warning"]` says so when runs were not isolated from each other.

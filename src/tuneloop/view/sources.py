@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tuneloop.archive import ARCHIVED_RUN_DIR
 from tuneloop.config import load_config
 from tuneloop.errors import InputError
 from tuneloop.loop.layout import RunLayout, archive_root, ledger_path
@@ -31,8 +32,6 @@ from tuneloop.loop.state import load_state
 
 Artifact = Callable[[RunLayout], Path]
 """One artifact of a run, as the run's layout names it."""
-ARCHIVED_RUN = "run"
-"""The folder of an archive (`<archive root>/<run_id>/`) that holds the run's workdir."""
 
 
 def capstone_report(run: RunLayout) -> Path:
@@ -129,7 +128,7 @@ def find_artifact(
     whose state names this run; None when neither holds it."""
     if _SAFE.match(run_id):
         for root in sources.archive_roots:
-            archived = artifact(RunLayout(root / run_id / ARCHIVED_RUN))
+            archived = artifact(RunLayout(root / run_id / ARCHIVED_RUN_DIR))
             if archived.is_file():
                 return archived
     if sources.workdir is None:

@@ -64,6 +64,7 @@ from tuneloop.records import sha256_bytes, sha256_file, sha256_path
 from tuneloop.registry import scorers
 from tuneloop.scrub import Scrubber, ScrubRules
 
+# restated by loop/corpus_data.py's OUTPUT_FILES, which must not load this package: change both
 SFT_FILE, PREF_FILE, GRPO_FILE = "sft.jsonl", "preference.jsonl", "grpo.jsonl"
 REJECTS_FILE, REMOVED_FILE, PROVENANCE_FILE = "rejects.jsonl", "removed.jsonl", "provenance.json"
 TRACES_FILE = "traces.jsonl"

@@ -7,7 +7,7 @@ promoted, rejected, refused before training, failed or interrupted and later res
 outcome row is appended, so the history of a round that was interrupted and resumed keeps
 both. The latest outcome is the round's state.
 
-`RoundOutcome` is the record of one end. `tuneloop.loop.round_log` builds it from the round's
+`RoundOutcome` is the record of one end. `loop.rounds.outcome` builds it from the round's
 artifacts; it is defined here, beside the ledger that stores and reads it, because the gate
 (a phase) does not import the loop. `RoundStart` is the start row as the loop writes it: the
 round's `round.json` (`loop.rounds.RoundRecord`), or — for a round refused before it was
@@ -26,7 +26,7 @@ from tuneloop.records import Record
 RoundEnd = Literal[
     "promoted", "finished", "rejected", "awaiting_approval", "refused", "failed", "interrupted"
 ]
-"""How a round can end (`loop.round_log.TERMINAL` are the ones `--round next` does not resume)."""
+"""How a round can end (`loop.rounds.TERMINAL` are the ones `--round next` does not resume)."""
 
 
 class RoundStart(BaseModel):

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tuneloop.registry import scorers
-from tuneloop.scorers.sandbox import Limits, isolation, run_python
-from tuneloop.scorers.sandbox_isolation import KINDS
+from tuneloop.scorers.sandbox import Limits, execute, isolation, run_python
+from tuneloop.scorers.sandbox.kinds import KINDS
 
 FAST = Limits(wall_s=4, cpu_s=1, memory_mb=256, file_mb=1, output_bytes=4096, nproc=16)
 KERNEL = pytest.mark.parametrize("kernel", [True, False], ids=["kernel+audit", "audit-only"])
@@ -196,14 +196,12 @@ NAMESPACES = pytest.mark.skipif(not _namespaces_allowed(), reason="namespaces no
 
 def _runner(kind: str):
     """run_python itself ("default"), or one run under a named kind of isolation."""
-    from tuneloop.scorers import sandbox
-
     if kind == "default":
         return run_python
     iso = KINDS[kind]
-    if sandbox._execute("pass", FAST, iso).reason is not None:
+    if execute._execute("pass", FAST, iso).reason is not None:
         pytest.skip(f"isolation kind {kind!r} does not work here")
-    return lambda source, limits: sandbox._execute(source, limits, iso)
+    return lambda source, limits: execute._execute(source, limits, iso)
 
 
 def _live_with(text: str) -> list[int]:
@@ -305,9 +303,7 @@ def test_jail_work_folder_is_writable_and_the_rest_read_only() -> None:
 
 
 def test_degraded_isolation_is_reported(monkeypatch) -> None:
-    from tuneloop.scorers import sandbox
-
-    monkeypatch.setattr(sandbox, "isolation", lambda: KINDS["none"])
+    monkeypatch.setattr(execute, "isolation", lambda: KINDS["none"])
     result = run_python("print(1)", FAST)
     assert result.stdout == "1\n" and result.isolation == ("audit_hook", "rlimits")
     assert result.warning and "degraded to 'none'" in result.warning
@@ -316,12 +312,10 @@ def test_degraded_isolation_is_reported(monkeypatch) -> None:
 
 
 def test_probe_falls_back_and_says_why(monkeypatch) -> None:
-    from tuneloop.scorers import sandbox
-
     if os.geteuid() != 0:
         pytest.skip("the own_uid fallback needs root")
-    monkeypatch.setattr(sandbox, "_INIT", Path("/nonexistent/sandbox_init.py"))
-    found = sandbox.isolation.__wrapped__()
+    monkeypatch.setattr(execute, "_INIT", Path("/nonexistent/pid1.py"))
+    found = execute.isolation.__wrapped__()
     assert found.kind == "own_uid" and "namespaces:" in found.note
     assert "pidns" not in found.layers
 

@@ -21,11 +21,11 @@ from rich.console import Console
 from tuneloop.config import LoopConfig
 from tuneloop.errors import EXIT_PHASE_FAILED, InputError, PhaseFailed
 from tuneloop.gate.ledger import RoundEnd, RoundStart, last_outcome
+from tuneloop.gate.verdict_record import GateVerdict
 from tuneloop.loop.layout import RunLayout, ledger_path
 from tuneloop.loop.phases import PHASES, Phase
 from tuneloop.loop.preflight import check_before_compute
-from tuneloop.loop.round_log import TERMINAL, record_outcome
-from tuneloop.loop.rounds import (
+from tuneloop.loop.rounds.lineage import (
     RoundRecord,
     check_round_id,
     commit_round,
@@ -35,6 +35,7 @@ from tuneloop.loop.rounds import (
     read_trigger,
     round_config,
 )
+from tuneloop.loop.rounds.outcome import TERMINAL, record_outcome
 from tuneloop.loop.runner import Interrupted, Runner, Selection
 from tuneloop.loop.summary import print_outcome
 from tuneloop.records import read_record_if_exists
@@ -184,8 +185,6 @@ def run_round(cfg: LoopConfig, record: RoundRecord, runner: Runner) -> int:
 def _outcome(rcfg: LoopConfig, code: int) -> RoundEnd:
     if code == 0:
         return "promoted" if rcfg.gate.enabled else "finished"
-    from tuneloop.gate.verdict_record import GateVerdict
-
     verdict = read_record_if_exists(RunLayout(rcfg.workdir).verdict, GateVerdict)
     if verdict is not None and verdict.decision == "promote":
         return "awaiting_approval"

@@ -1,13 +1,13 @@
 """PID 1 of a sandbox run: build the file-system jail, start the untrusted program, report.
 
-Run by `sandbox.py` inside fresh namespaces, never imported:
+Run by `execute.py` inside fresh namespaces, never imported:
 
     unshare --pid --fork --kill-child --mount --net --ipc --uts [--map-root-user] \\
-        python -I -S sandbox_init.py JAIL BOX WORK STATUS UID|- PYTHON MAIN [READ_ONLY_PATH...]
+        python -I -S pid1.py JAIL BOX WORK STATUS UID|- PYTHON MAIN [READ_ONLY_PATH...]
 
 It is standard library only (it runs under `-I -S`), imports little (ctypes; its start-up is
 per-run overhead) and is trusted: it is root (or root of a new user namespace) while it
-mounts. The untrusted program gets this script's environment, which `sandbox.py` set. Steps:
+mounts. The untrusted program gets this script's environment, which `execute.py` set. Steps:
 
 1. A small tmpfs becomes the new root. Into it, read-only and at their own paths: `/usr`,
    the `/bin`, `/lib*`, `/sbin` links or folders, `/etc/ld.so.cache`, the Python installation;

@@ -1,22 +1,8 @@
-"""Rounds: one run of the loop from the current champion, on the next fresh gate slice.
+"""A round's lineage: its id, its `round.json` (`RoundRecord`) and the config it runs on.
 
-    tuneloop run flywheel.yaml --round next        # or: base_model: champion in the config
-    tuneloop run flywheel.yaml --round r0003       # start or resume round r0003
-
-A round runs in `<workdir>/rounds/<id>/` with its own run id and archive. Before any compute
-it fixes its lineage in `round.json` and in the ledger: the parent champion (version and
-descriptor; on the first round a *bootstrap* champion from `flywheel.bootstrap` or a
-`base_model` path, recorded with `via: bootstrap` — a null baseline, not a won decision), the
-gate slice (the first `gate-NNN` of `suite.rolling` none of whose items a verdict has looked
-at) and the trigger that called for it. The round's loop is the ordinary one on a derived
-config: base model = the champion's folder, `eval.slice = audit+gate-NNN`, `gate.slice =
-gate-NNN` (so the report covers the audit part), the ledger and archive root shared by all
-rounds. A round id that has a `round.json` is resumed exactly as it was planned.
-
-Every end of a round appends an outcome to the ledger and one entry to EXPERIMENT-LOG.md —
-promoted, rejected, awaiting approval, refused before training (with the reason), failed or
-interrupted — with the trigger, data counts per corpus step, recipe, Δ with CI and p, the
-verdict and why, and time and cost. Nothing is rewritten.
+`plan_round` fixes what a new round starts from (the champion, or the bootstrap one; the
+first fresh gate slice; the trigger) reading the ledger only; `commit_round` writes
+`round.json` and the ledger's start row; `round_config` derives the round's loop config.
 """
 
 from __future__ import annotations
@@ -28,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.config import LoopConfig
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, read_utf8
 from tuneloop.gate.ledger import Champion, Ledger, RoundStart, open_ledger
 from tuneloop.loop.layout import RunLayout, archive_root, ledger_path
 from tuneloop.records import Record, read_record_if_exists, sha256_path, write_record
+from tuneloop.suite import gate_slice_name, load_suite, next_gate_slice, rolling_of
 
 _ID = re.compile(r"^r(\d{4,})$")
 
@@ -86,27 +73,6 @@ def existing_round(cfg: LoopConfig, round_id: str) -> RoundRecord | None:
     return read_record_if_exists(round_layout(cfg, round_id).round_file, RoundRecord)
 
 
-def preview_round(cfg: LoopConfig, config_path: Path) -> RoundRecord:
-    """The next round's plan for `tuneloop check`: like `plan_round`, but a missing ledger is
-    read as an empty one (never created)."""
-    if ledger_path(cfg).exists():
-        return plan_round(cfg, config_path, next_round_id(cfg), {})
-    if cfg.suite.rolling is None:
-        return plan_round(cfg, config_path, next_round_id(cfg), {})  # its error names the key
-    parent = _bootstrap_descriptor(cfg, hashed=False)
-    return RoundRecord(
-        round_id=next_round_id(cfg),
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        config_path=str(config_path),
-        parent_version=1,
-        parent=parent,
-        bootstrap=True,
-        base_model=str(parent["path"]),
-        gate_slice="gate-000",
-        eval_slice="audit+gate-000",
-    )
-
-
 def plan_round(
     cfg: LoopConfig, config_path: Path, round_id: str, trigger: dict[str, Any]
 ) -> RoundRecord:
@@ -120,7 +86,7 @@ def plan_round(
         champion = ledger.current_champion()
         gate_slice = _fresh_slice(cfg, ledger)
     bootstrap = champion is None or champion.via == "bootstrap"
-    parent = _bootstrap_descriptor(cfg) if champion is None else champion.descriptor
+    parent = bootstrap_descriptor(cfg) if champion is None else champion.descriptor
     path = parent.get("path")
     if not path or not (Path(path) / "config.json").is_file():
         raise InputError(
@@ -142,15 +108,13 @@ def plan_round(
 
 
 def _fresh_slice(cfg: LoopConfig, ledger: Ledger) -> str:
-    from tuneloop.suite import gate_slice_name, load_suite, next_gate_slice, rolling_of
-
     suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
     consumed = ledger.consumed_items(suite.revision, [i.id for i in suite.items])
     index, _ = next_gate_slice(rolling_of(suite, cfg.suite), set(consumed))
     return gate_slice_name(index)
 
 
-def _bootstrap_descriptor(cfg: LoopConfig, hashed: bool = True) -> dict[str, Any]:
+def bootstrap_descriptor(cfg: LoopConfig, hashed: bool = True) -> dict[str, Any]:
     base = cfg.flywheel.bootstrap or (cfg.base_model if isinstance(cfg.base_model, Path) else None)
     if base is None:
         raise InputError(
@@ -168,7 +132,7 @@ def ensure_champion(cfg: LoopConfig) -> Champion:
         champion = ledger.current_champion()
         if champion is None:
             at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            ledger.add_champion(_bootstrap_descriptor(cfg), run_id=None, at=at, via="bootstrap")
+            ledger.add_champion(bootstrap_descriptor(cfg), run_id=None, at=at, via="bootstrap")
             champion = ledger.current_champion()
     assert champion is not None
     return champion
@@ -207,8 +171,6 @@ def read_trigger(path: Path | None) -> dict[str, Any]:
     """The trigger file's JSON object ({} without one)."""
     if path is None:
         return {}
-    from tuneloop.errors import read_utf8
-
     try:
         data = json.loads(read_utf8(path, "trigger file"))
     except json.JSONDecodeError as err:

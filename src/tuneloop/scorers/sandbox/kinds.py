@@ -1,6 +1,6 @@
 """The kinds of kernel isolation a sandbox run can get, which one works here, and run uids.
 
-Used by `sandbox.py`, which probes the kinds once per process (`sandbox.isolation()`, strongest
+Used by `execute.py`, which probes the kinds once per process (`isolation()`, strongest
 first: `strongest(works)`) and runs each program under the one found. The kinds:
 
 - `namespaces` (root): PID, mount, network and IPC namespaces, a file-system jail, and the run's

@@ -21,9 +21,10 @@ from tuneloop.loop.layout import ROUND_FILE
 from tuneloop.loop.rounds import RoundRecord
 from tuneloop.records import Manifest, read_record
 
-from .fakeloop import CALLS, STRONG_STEPS, run_round, write_config
+from ..fakeloop import CALLS, STRONG_STEPS, run_round, write_config
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
+"""tests/loop, where fakeloop.py is."""
 
 
 def flywheel_config(tmp: Path, gate_size: int = 50) -> Path:
@@ -102,7 +103,8 @@ def test_no_fresh_gate_slice_is_refused_before_training(tmp_path: Path) -> None:
 
 def test_a_round_killed_mid_training_resumes_once(tmp_path: Path) -> None:
     config = flywheel_config(tmp_path)
-    env = {**os.environ, "TUNELOOP_KILL_AT": "train:end", "PYTHONPATH": str(HERE)}
+    path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "TUNELOOP_KILL_AT": "train:end", "PYTHONPATH": path}
     cmd = [sys.executable, str(HERE / "fakeloop.py"), str(config), "--round", "next"]
     killed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert killed.returncode == -9, killed.stderr

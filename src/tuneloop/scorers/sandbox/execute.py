@@ -6,9 +6,9 @@
 
 Layers, each of which works without the others:
 - **Namespaces** (probed once, see `isolation()`; the kinds of isolation and the per-run uid
-  slots are in `sandbox_isolation.py`), as root or, unprivileged, in a user
+  slots are in `kinds.py`), as root or, unprivileged, in a user
   namespace: `unshare --pid --fork --kill-child --mount --net --ipc` starts
-  `sandbox_init.py` as PID 1 of a fresh PID namespace. It builds a file-system jail and
+  `pid1.py` as PID 1 of a fresh PID namespace. It builds a file-system jail and
   `pivot_root`s into it: `/usr`, `/bin`, `/lib*`, `/sbin`, `/etc/ld.so.cache` and the Python
   installation read-only, the run's `main.py` read-only, its own `work` folder writable, five
   `/dev` nodes and a `/proc` of its own namespace; no `/tmp`, `/home`, `/root`, rest of `/etc`,
@@ -74,12 +74,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneloop.scorers.sandbox_isolation import KINDS, Isolation, run_uid, strongest, warning
+from tuneloop.scorers.sandbox.kinds import KINDS, Isolation, run_uid, strongest, warning
 
 __all__ = ["Isolation", "Limits", "SandboxResult", "isolation", "run_python"]
 
 _log = logging.getLogger(__name__)
-_INIT = Path(__file__).with_name("sandbox_init.py")
+_INIT = Path(__file__).with_name("pid1.py")  # run as a file (`python -I -S`), never imported
 # read-only in the jail, besides the Python installation; missing ones are skipped
 _SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache")
 
@@ -379,7 +379,7 @@ def _run(
         rc = None if expired.is_set() else proc.returncode
     if not jailed or rc is None:
         return rc, ""
-    # PID 1 (sandbox_init.py) wrote the code's wait status, or why it could not start it
+    # PID 1 (pid1.py) wrote the code's wait status, or why it could not start it
     report = (root / "status").read_text().strip()
     if report.isdigit():
         return os.waitstatus_to_exitcode(int(report)), ""
