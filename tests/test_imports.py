@@ -28,6 +28,7 @@ CORE = {
     "records",
     "registry",
     "plugins",
+    "lazy",
     "endpoint",
     "errors",
     "entry",

@@ -205,3 +205,15 @@ def test_tuneloop_check_refuses_dpo_on_chat_rows(project, capsys, monkeypatch) -
     assert code == 2
     assert "data.output (line" in err and "does not feed train.method 'dpo'" in err
     assert_nothing_written(project)
+
+
+def test_the_restated_output_names_are_the_corpus_builds_own() -> None:
+    # corpus_data restates them to keep `tuneloop check` from loading the corpus pipeline
+    from tuneloop.data.corpus.pipeline import GRPO_FILE, PREF_FILE, SFT_FILE
+    from tuneloop.loop.corpus_data import OUTPUT_FILES
+
+    assert (OUTPUT_FILES["sft"], OUTPUT_FILES["grpo"], OUTPUT_FILES["preference"]) == (
+        SFT_FILE,
+        GRPO_FILE,
+        PREF_FILE,
+    )

@@ -12,8 +12,9 @@ round.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tuneloop.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tuneloop.gate.bar import Bar, load_bar
@@ -54,7 +55,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'tuneloop.gate' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"tuneloop.gate.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -18,8 +18,9 @@ the number filters).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tuneloop.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tuneloop.report.build import compare
@@ -38,16 +39,13 @@ __all__ = [
 ]
 
 _LAZY = {
-    "compare": "tuneloop.report.build",
-    "compute_delta": "tuneloop.report.delta",
-    "DeltaReport": "tuneloop.report.record",
-    "CapstoneInputs": "tuneloop.report.inputs",
-    "VerdictView": "tuneloop.report.inputs",
-    "write_capstone": "tuneloop.report.capstone",
+    "compare": "build",
+    "compute_delta": "delta",
+    "DeltaReport": "record",
+    "CapstoneInputs": "inputs",
+    "VerdictView": "inputs",
+    "write_capstone": "capstone",
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(name)
+__getattr__ = lazy_exports(__name__, _LAZY)

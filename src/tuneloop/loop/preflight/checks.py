@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tuneloop.config import LoopConfig, read_yaml
-from tuneloop.config.load import line_map  # the key → line map load_config reports with
+from tuneloop.config.load import line_map, locator  # how load_config names a key
 from tuneloop.errors import InputError, did_you_mean
 from tuneloop.loop.corpus_data import output_problems, replay_problems, replay_unused
 from tuneloop.loop.layout import ledger_path
@@ -48,16 +48,7 @@ def _locator(config_path: Path, overrides: list[str] | None) -> Callable[[str], 
         _, node = read_yaml(config_path, "config file")
     except InputError:  # the config loaded a moment ago; without lines the keys still stand
         node = None
-    lines = line_map(node)
-    overridden = {item.partition("=")[0] for item in overrides or []}
-
-    def where(key: str) -> str:
-        if key in overridden:
-            return f"{key} (override)"
-        line = lines.get(tuple(key.split(".")))
-        return f"{key} (line {line})" if line else f"{key} (default)"
-
-    return where
+    return locator(line_map(node), overrides)
 
 
 # ---- the core: every check, every finding ----------------------------------------------------

@@ -15,9 +15,9 @@ imports torch at module level.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tuneloop.lazy import lazy_exports
 from tuneloop.train.distributed.diloco import (
     DilocoRunRecord,
     ReplicaSummary,
@@ -42,8 +42,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _ENTRY_EXPORTS:
-        raise AttributeError(f"module 'tuneloop.train.distributed' has no attribute {name!r}")
-    module = importlib.import_module(f"tuneloop.train.distributed.{_ENTRY_EXPORTS[name]}")
-    return getattr(module, name)
+__getattr__ = lazy_exports(__name__, _ENTRY_EXPORTS)

@@ -15,9 +15,9 @@ for `tuneloop check`, stays torch-free.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tuneloop.lazy import lazy_exports
 from tuneloop.train.methods import builtin  # noqa: F401  (registers the built-in trainers)
 
 if TYPE_CHECKING:
@@ -60,7 +60,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'tuneloop.train.methods' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"tuneloop.train.methods.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
