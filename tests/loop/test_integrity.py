@@ -41,7 +41,8 @@ def test_a_weaker_rerun_is_refused_before_training_and_nothing_changes(tmp_path:
     archive = tmp_path / "archive" / state.run_id
     assert champ.descriptor["path"] == str(archive / "run" / "merge" / "model")
     fakeloop.CALLS.clear()
-    with pytest.raises(InputError, match=r"(\d+) of the \1 items of slice .gate.*refused before"):
+    refused = r"none of the (\d+) items of slice .gate.*0 fresh, \1 already looked at.*refused"
+    with pytest.raises(InputError, match=refused):
         runner(config, ["train.steps=3"]).run()
     assert fakeloop.CALLS == []  # nothing ran: no training was wasted
     assert verdict(tmp_path) == first

@@ -104,3 +104,27 @@ def test_revision_ignores_formatting_but_not_content(tmp_path: Path) -> None:
     assert load_suite(pretty).revision == base
     assert load_suite(write(tmp_path / "c.jsonl", [chat(2), chat(1)])).revision != base
     assert load_suite(write(tmp_path / "d.jsonl", [chat(1), chat(2, answer="2")])).revision != base
+
+
+def _hash(tmp_path: Path, row: dict[str, object], default_scorer: str = "numeric") -> str:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    return load_suite(path, default_scorer).items[0].content_sha256
+
+
+def test_the_content_hash_covers_what_is_judged_and_not_tags(tmp_path: Path) -> None:
+    base = {"id": "a", "prompt": "1+1=", "answer": "2", "tags": ["x"]}
+    sha = _hash(tmp_path, base)
+    assert _hash(tmp_path, {**base, "tags": ["y", "z"]}) == sha  # tags: not content
+    assert _hash(tmp_path, {**base, "id": "b"}) == sha  # the id is the key, not content
+    assert _hash(tmp_path, {"tags": ["x"], "answer": "2", "prompt": "1+1=", "id": "a"}) == sha
+    for changed in (
+        {**base, "answer": "20"},
+        {**base, "prompt": "1+1 ="},
+        {**base, "scorer": "exact"},
+        {**base, "scorer_args": {"tolerance": 0.1}},
+    ):
+        assert _hash(tmp_path, changed) != sha, changed
+    # the effective scorer is content: a new default scorer changes what is judged
+    assert _hash(tmp_path, base, default_scorer="exact") != sha
+    assert _hash(tmp_path, {**base, "scorer": "numeric"}) == sha

@@ -185,6 +185,11 @@ class ServeConfig(ServerConfig):
 class SuiteConfig(SlicingConfig):
     path: ConfigPath
     """The suite JSONL (one item per line: id, messages or prompt, answer/tests, scorer, tags)."""
+    item_changes: Literal["refuse", "new"] = "refuse"
+    """An item a verdict already looked at whose content (prompt, reference, scorer, tools —
+    not tags) has changed under the same id: `refuse` the run before any phase (a reference
+    silently changed under a consumed id is how a holdout leaks), or `new`: judge it as a new
+    item, recorded in the ledger and EXPERIMENT-LOG.md with the verdict that judges it."""
 
 
 class EvalConfig(Section):

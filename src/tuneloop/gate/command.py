@@ -97,6 +97,7 @@ def gate(
         challenger_descriptor=_read_descriptor(challenger_descriptor),
         seed=settings.seed,
         bar_registered_at=_mtime(bar) if bar else None,
+        contents={i.id: i.content_sha256 for i in the_suite.items},
     )
     print_verdict(verdict.to_json())
     raise typer.Exit(EXIT[verdict.decision])
@@ -194,15 +195,27 @@ def reset(
 @ledger_app.command("consumed")
 def consumed(
     ledger: Annotated[Path, typer.Argument(help="The ledger file (gate.ledger).")],
+    items: Annotated[
+        bool, typer.Option("--items", help="One line per look: item id, content hash, run.")
+    ] = False,
 ) -> None:
-    """How many items each suite revision has had looked at since the last reset."""
+    """How many items each suite revision has had looked at since the last reset; with
+    --items, every look with the item's content hash (one look holds per id and content,
+    whatever the revision; `-` marks an old look recorded by id alone)."""
     from tuneloop.gate.ledger import open_ledger
 
     if not ledger.exists():
         raise InputError(f"{ledger}: no ledger here; the loop's gate phase creates it")
     with open_ledger(ledger) as db:
         rows = db.consumed_summary()
+        looks = db.consumed_rows() if items else []
     if not rows:
         typer.echo(f"no items consumed in {ledger} since its last reset")
     for revision, n_items, n_runs in rows:
         typer.echo(f"suite {revision[:12]}: {n_items} items looked at by {n_runs} run(s)")
+    for item_id, look in looks:
+        sha = look.content_sha256[:12] if look.content_sha256 else "-"
+        typer.echo(
+            f"{item_id}  content {sha}  suite {look.suite_revision[:12]}  run {look.run_id}  "
+            f"at {look.consumed_at}"
+        )

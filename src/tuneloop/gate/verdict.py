@@ -8,14 +8,17 @@ refusal changes nothing and a crash never leaves a half-recorded round:
    return the stored verdict if the ledger already holds one for exactly this evidence (a
    resumed round: the same look, not a second one);
 3. check the sealed bar, when one was sealed (`tuneloop.gate.seal`);
-4. refuse a slice any of whose items an earlier verdict looked at, unless reuse is allowed
-   (nothing written);
+4. refuse a slice any of whose items an earlier verdict looked at — under any suite
+   revision, by id and content hash (`tuneloop.gate.looks`) — unless reuse is allowed, and an
+   item changed under a consumed id unless it is declared new (nothing written);
 5. apply the pure rule;
-6. in one ledger transaction: the consumed items, the verdict and — only when `promote=True`
+6. in one ledger transaction: the consumed items with their content hashes, the item
+   changes declared new, the verdict and — only when `promote=True`
    (the standalone `tuneloop gate`, whose artifact is whatever the caller names) — the new
    champion version. The loop promotes later, after the artifact is archived and verified
    (`tuneloop.gate.promotion.promote`);
-7. write `out_dir/verdict.json` atomically and append the `EXPERIMENT-LOG.md` entry.
+7. write `out_dir/verdict.json` atomically and append the `EXPERIMENT-LOG.md` entries (the
+   verdict, and the item changes it judged as new items).
 
 A verdict is never reused for other evidence: a run id that already has a verdict on other
 logs, models or bar is refused ("a changed run is a new round").
@@ -24,6 +27,7 @@ logs, models or bar is refused ("a changed run is a new round").
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +36,15 @@ from tuneloop.gate.arms import Arm, load_arms
 from tuneloop.gate.bar import Bar
 from tuneloop.gate.champion import parse_descriptor
 from tuneloop.gate.explog import append_entry, log_path, verdict_entry
-from tuneloop.gate.ledger import Champion, Consumption, Ledger, SealedBar, open_ledger
+from tuneloop.gate.ledger import (
+    Champion,
+    Consumption,
+    ItemChange,
+    Ledger,
+    SealedBar,
+    open_ledger,
+)
+from tuneloop.gate.looks import classify, counts, name_ids
 from tuneloop.gate.rule import Decision, decide, item_scores
 from tuneloop.gate.seal import check_seal
 from tuneloop.gate.verdict_record import (
@@ -71,13 +83,18 @@ def adjudicate(
     models: tuple[str, str] | None = None,
     sealed: SealedBar | None = None,
     promote: bool = True,
+    contents: dict[str, str] | None = None,
+    changes_are_new: bool = False,
 ) -> GateVerdict:
     """Decide champion vs challenger on a fresh slice; record and return the verdict.
 
     `models` are the (champion, challenger) model hashes; `sealed` the bar sealed before the
-    challenger's evaluation. Raises `InputError` (exit 2, nothing written) for incomparable
-    logs, a bad descriptor, a bar other than the sealed one, a run id already judged on other
-    evidence, or consumed items without `allow_slice_reuse`.
+    challenger's evaluation; `contents` each item's content hash (`SuiteItem.content_sha256`;
+    without one a look is recorded by id alone), and `changes_are_new` judges an item changed
+    under a consumed id as a new item (`suite.item_changes: new`). Raises `InputError` (exit
+    2, nothing written) for incomparable logs, a bad descriptor, a bar other than the sealed
+    one, a run id already judged on other evidence, consumed items without
+    `allow_slice_reuse`, or changed items not declared new.
     """
     champ, chall = load_arms(champion_log, challenger_log, item_ids, bar.scorer)
     _check_k(bar, champ)
@@ -96,11 +113,12 @@ def adjudicate(
             return stored
         if sealed is not None:
             check_seal(sealed, bar, slice_name, item_ids, ledger)
-        previous = _check_items(ledger, slice_name, evidence, item_ids, allow_slice_reuse)
+        looks = _Looks(contents, allow_slice_reuse, changes_are_new)
+        previous, changes = looks.check(ledger, slice_name, evidence, item_ids, run_id)
         decision = _decide(champ, chall, bar, seed)
         with ledger.transaction():
             # Re-check inside the write lock: another process may have looked meanwhile.
-            previous = _check_items(ledger, slice_name, evidence, item_ids, allow_slice_reuse)
+            previous, changes = looks.check(ledger, slice_name, evidence, item_ids, run_id)
             verdict = _verdict(
                 decision,
                 champ,
@@ -122,8 +140,11 @@ def adjudicate(
             verdict.evidence, verdict.evidence_sha256 = evidence, evidence.sha256()
             verdict.item_ids = sorted(item_ids)
             verdict.sealed_at = sealed.sealed_at if sealed else None
-            _record(ledger, verdict, bool(previous), promote)
+            _record(ledger, verdict, bool(previous), promote, contents)
+            ledger.add_item_changes(changes)
     _write_outputs(verdict, ledger_path, out_dir)
+    if changes:
+        append_entry(log_path(ledger_path), f"item changes {run_id}", changes_entry(changes))
     return verdict
 
 
@@ -176,30 +197,80 @@ def _descriptor(given: dict[str, Any] | None, chall: Arm, run_id: str) -> dict[s
     return parse_descriptor(data, "challenger descriptor").model_dump(mode="json")
 
 
-def _check_items(
-    ledger: Ledger, slice_name: str, evidence: Evidence, item_ids: list[str], allow: bool
-) -> list[Consumption]:
-    """Refuse when any item was looked at before (since the last reset), unless allowed."""
-    revision = evidence.suite_revision
-    seen = ledger.consumed_items(revision, item_ids)
-    previous = ledger.consumptions(slice_name, revision, evidence.items_sha256)
-    if seen and not allow:
-        runs = sorted({run for run, _ in seen.values()})
-        first_at = min(at for _, at in seen.values())
-        raise InputError(
-            f"gate slice {slice_name!r} (suite {revision[:12]}): {len(seen)} of its "
-            f"{len(item_ids)} items were already looked at by a verdict (runs "
-            f"{', '.join(runs)}; first at {first_at}). A gate item is looked at once. Add "
-            "items to the suite (a new suite revision), choose a slice of unconsumed items, "
-            "or pass --allow-slice-reuse (gate.allow_slice_reuse), which the verdict records"
-        )
-    if seen and not previous:
-        # reuse of individual items under another slice: still record who looked before
-        previous = [
-            Consumption(slice_name, revision, "", len(seen), run, at, True)
-            for run, at in sorted(set(seen.values()))
-        ]
-    return previous
+@dataclass(frozen=True)
+class _Looks:
+    """The one-look check of one adjudication (`tuneloop.gate.looks`)."""
+
+    contents: dict[str, str] | None
+    allow_reuse: bool
+    changes_are_new: bool
+
+    def check(
+        self, ledger: Ledger, slice_name: str, evidence: Evidence, item_ids: list[str], run: str
+    ) -> tuple[list[Consumption], list[ItemChange]]:
+        """Refuse items looked at before (since the last reset, under any suite revision)
+        unless reuse is allowed, and changed ones unless declared new; return the earlier
+        looks to record as reuse and the item changes to record."""
+        revision = evidence.suite_revision
+        hashes = self.contents or {}
+        status = classify({i: hashes.get(i) for i in item_ids}, ledger.item_looks(item_ids))
+        if status.changed and not self.changes_are_new and not self.allow_reuse:
+            ids = sorted(status.changed)
+            raise InputError(
+                f"gate slice {slice_name!r} (suite {revision[:12]}): {len(ids)} item(s) changed "
+                f"content under an id a verdict already looked at: {name_ids(ids)}. Restore "
+                "them, give them new ids, or declare them new items (suite.item_changes: new)"
+            )
+        seen = status.consumed
+        previous = ledger.consumptions(slice_name, revision, evidence.items_sha256)
+        if seen and not self.allow_reuse:
+            runs = sorted({look.run_id for look in seen.values()})
+            first_at = min(look.consumed_at for look in seen.values())
+            raise InputError(
+                f"gate slice {slice_name!r} (suite {revision[:12]}): {len(seen)} of its "
+                f"{len(item_ids)} items were already looked at by a verdict (runs "
+                f"{', '.join(runs)}; first at {first_at}; {counts(status)}). A gate item is "
+                "looked at once, whatever the suite revision. Gate on items with new ids, or pass "
+                "--allow-slice-reuse (gate.allow_slice_reuse), which the verdict records"
+            )
+        if seen and not previous:
+            # reuse of individual items under another slice: still record who looked before
+            previous = [
+                Consumption(slice_name, revision, "", len(seen), run_id, at, True)
+                for run_id, at in sorted({(x.run_id, x.consumed_at) for x in seen.values()})
+            ]
+        changes: list[ItemChange] = []
+        if self.changes_are_new:
+            at = now()
+            changes = [
+                ItemChange(
+                    i,
+                    look.content_sha256,
+                    hashes[i],
+                    revision,
+                    run,
+                    at,
+                    "suite.item_changes: new (declared in the loop config)",
+                )
+                for i, look in status.changed.items()
+            ]
+        return previous, changes
+
+
+def changes_entry(changes: list[ItemChange]) -> str:
+    """The EXPERIMENT-LOG entry of items judged as new under a consumed id."""
+    first = changes[0]
+    lines = [
+        f"## {first.declared_at} — {len(changes)} changed item(s) judged as new items "
+        f"(run {first.run_id})",
+        "",
+        f"- Reason: {first.reason}",
+        f"- Suite revision: {first.suite_revision[:12]}",
+    ]
+    for c in changes:
+        old = c.old_sha256[:12] if c.old_sha256 else "(no hash: an old look)"
+        lines.append(f"- `{c.item_id}`: content {old} → {c.new_sha256[:12]}")
+    return "\n".join(lines) + "\n"
 
 
 def _check_k(bar: Bar, champ: Arm) -> None:
@@ -275,7 +346,13 @@ def _verdict(
     )
 
 
-def _record(ledger: Ledger, verdict: GateVerdict, reused: bool, promote: bool) -> None:
+def _record(
+    ledger: Ledger,
+    verdict: GateVerdict,
+    reused: bool,
+    promote: bool,
+    contents: dict[str, str] | None,
+) -> None:
     """Consumption (slice and items), verdict and, if asked, the new champion — inside the
     caller's transaction."""
     ledger.consume(
@@ -290,7 +367,7 @@ def _record(ledger: Ledger, verdict: GateVerdict, reused: bool, promote: bool) -
         ),
     )
     ledger.consume_items(
-        verdict.suite_revision, verdict.item_ids, verdict.run_id, verdict.decided_at
+        verdict.suite_revision, verdict.item_ids, verdict.run_id, verdict.decided_at, contents
     )
     if promote:
         assert verdict.challenger_descriptor is not None

@@ -46,6 +46,7 @@ from tuneloop.loop.layout import (
     archive_dir,
     ledger_path,
     slice_ids,
+    suite_view,
 )
 from tuneloop.loop.state import RunState
 from tuneloop.records import read_record, write_json, write_record
@@ -266,12 +267,14 @@ def run_gate(ctx: PhaseContext) -> None:
     models = round_models(ctx.workdir)
     if models is None or models[1] != ctx.inputs[MERGED]:
         raise PhaseFailed("the round's model hashes are not recorded; redo from eval_pre")
+    view = suite_view(ctx.cfg)
+    items = gate_items(ctx.cfg, ctx.workdir, ctx.run_id, view)
     verdict = adjudicate(
         ctx.layout.eval_pre,
         ctx.layout.eval_post,
         bar=gate_bar(ctx.cfg),
         slice_name=g.slice,
-        item_ids=gate_items(ctx.cfg, ctx.workdir),
+        item_ids=items,
         ledger_path=ledger_path(ctx.cfg),
         out_dir=ctx.folder,
         run_id=ctx.run_id,
@@ -289,6 +292,8 @@ def run_gate(ctx: PhaseContext) -> None:
         models=models,
         sealed=read_seal(ctx.workdir),
         promote=False,
+        contents={i: view.hashes[i] for i in items},
+        changes_are_new=ctx.cfg.suite.item_changes == "new",
     )
     ctx.notes["decision"] = verdict.decision
     ctx.notes["verdict_run_id"] = verdict.run_id

@@ -6,10 +6,13 @@ The loop's side of "a verdict belongs to its evidence" (docs/design.md):
   the ledger (and `eval_post/sealed_bar.json`, `RunLayout.sealed_bar`) before the challenger
   has a single number.
 - `preflight_gate` — before any phase of a run executes: if the gate will have to make a new
-  decision (its evidence will change, or it never decided), every item of its slice must be
-  unconsumed in the ledger, and a kept post evaluation must have been sealed with the bar the
-  config asks for now. Otherwise the run is refused before training, saying which slices are
-  consumed and how to get fresh items.
+  decision (its evidence will change, or it never decided), its slice must hold fresh items
+  (`tuneloop.gate.looks`: one look per item id and content, whatever the suite revision), no
+  item may have changed under a consumed id unless `suite.item_changes: new`, and a kept post
+  evaluation must have been sealed with the bar the config asks for now. Otherwise the run is
+  refused before training, saying how many items are fresh and how many already looked at.
+- `gate_items` — what the gate judges: the slice's items the champion's evaluation covers,
+  less those an earlier verdict looked at (all of them only with `gate.allow_slice_reuse`).
 - `check_verdict_matches` — the capstone and archive describe only the verdict whose evidence
   is this workdir's own logs.
 - `run_promote` — the round's last phase: the challenger is verified in its final place (the
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.gate.ledger import SealedBar, open_ledger
+from tuneloop.gate.looks import SliceLooks, classify, counts, name_ids
 from tuneloop.gate.verdict_record import items_sha256
 from tuneloop.loop.context import MERGED_MODEL, PhaseContext, model_identity
 from tuneloop.loop.layout import (
@@ -49,16 +53,44 @@ def gate_bar(cfg: LoopConfig) -> Bar:
     return Bar.of(cfg.gate)
 
 
-def gate_items(cfg: LoopConfig, workdir: Path, view: SuiteView | None = None) -> list[str]:
-    """The gate slice's items that the champion's evaluation covers (all, when it exists)."""
+def gate_items(
+    cfg: LoopConfig, workdir: Path, run_id: str | None, view: SuiteView | None = None
+) -> list[str]:
+    """The gate slice's items that the champion's evaluation covers (all, when it exists) and
+    no verdict but run `run_id`'s own looked at (every one, with `gate.allow_slice_reuse`)."""
     from tuneloop.samplelog import EvalSummary
 
-    ids = (view or suite_view(cfg)).slices[cfg.gate.slice]
+    view = view or suite_view(cfg)
+    ids = view.slices[cfg.gate.slice]
     summary = RunLayout(workdir).pre_summary
-    if not summary.exists():
+    if summary.exists():
+        evaluated = set(read_record(summary, EvalSummary).item_ids)
+        ids = [i for i in ids if i in evaluated]
+    if cfg.gate.allow_slice_reuse:
         return ids
-    evaluated = set(read_record(summary, EvalSummary).item_ids)
-    return [i for i in ids if i in evaluated]
+    return slice_looks(cfg, view, ids, except_run=run_id).judgeable(_changes_are_new(cfg))
+
+
+def slice_looks(
+    cfg: LoopConfig, view: SuiteView, ids: list[str], except_run: str | None = None
+) -> SliceLooks:
+    """`ids` by one-look status in the ledger (all fresh when there is no ledger yet: the file
+    is not created)."""
+    db = ledger_path(cfg)
+    looks = {}
+    if db.exists():
+        with open_ledger(db) as ledger:
+            looks = ledger.item_looks(ids, except_run=except_run)
+    return classify(view.contents(ids), looks)
+
+
+def _changes_are_new(cfg: LoopConfig) -> bool:
+    return cfg.suite.item_changes == "new"
+
+
+def _run_id(workdir: Path) -> str | None:
+    state = load_state(workdir)
+    return state.run_id if state else None
 
 
 def round_models(workdir: Path) -> tuple[str, str] | None:
@@ -86,7 +118,7 @@ def round_evidence(cfg: LoopConfig, workdir: Path) -> Evidence | None:
             (run.eval_pre, run.eval_post),
             models,
             gate_bar(cfg),
-            gate_items(cfg, workdir, view),
+            gate_items(cfg, workdir, _run_id(workdir), view),
             view.revision,
         )
     except OSError:
@@ -116,7 +148,7 @@ def _check_kept_seal(cfg: LoopConfig, workdir: Path) -> None:
         return
     sealed = read_record(path, SealedBar)
     bar = gate_bar(cfg)
-    items = items_sha256(gate_items(cfg, workdir))
+    items = items_sha256(gate_items(cfg, workdir, _run_id(workdir)))
     if (sealed.bar_sha256, sealed.slice, sealed.items_sha256) != (
         bar.sha256(),
         cfg.gate.slice,
@@ -131,31 +163,60 @@ def _check_kept_seal(cfg: LoopConfig, workdir: Path) -> None:
         )
 
 
+def changed_items_problem(
+    cfg: LoopConfig, view: SuiteView | None = None, status: SliceLooks | None = None
+) -> str | None:
+    """What is wrong when items of the gate slice changed content under an id a verdict
+    already looked at and `suite.item_changes` is `refuse`; None when nothing is (or there
+    is no ledger yet). Also a `tuneloop check` finding (`loop.preflight`)."""
+    db = ledger_path(cfg)
+    if _changes_are_new(cfg) or not db.exists():
+        return None
+    view = view or suite_view(cfg)
+    name = cfg.gate.slice
+    status = status or slice_looks(cfg, view, view.slices[name])
+    if not status.changed:
+        return None
+    ids = sorted(status.changed)
+    return (
+        f"{len(ids)} item(s) of slice {name!r} (suite revision {view.revision[:12]}) changed "
+        f"content under an id a verdict in {db} already looked at: {name_ids(ids)}. A changed "
+        "reference under a consumed id is how a holdout leaks; refused before any phase ran. "
+        "Restore their content, give them new ids, or declare them new items with "
+        "`suite.item_changes: new` (recorded in the ledger and the experiment log)"
+    )
+
+
 def _check_fresh_items(cfg: LoopConfig) -> None:
     db = ledger_path(cfg)
     if not db.exists():
         return
     view = suite_view(cfg)
-    revision, wanted = view.revision, view.slices[cfg.gate.slice]
-    with open_ledger(db) as ledger:
-        seen = ledger.consumed_items(revision, wanted)
-        if not seen:
-            return
-        per_slice = {
-            name: (len(ledger.consumed_items(revision, ids)), len(ids))
-            for name, ids in view.slices.items()
-        }
-    runs = sorted({run for run, _ in seen.values()})
-    consumed = ", ".join(f"{name} {n}/{total}" for name, (n, total) in per_slice.items())
-    raise InputError(
-        f"gate.slice (config): {len(seen)} of the {len(wanted)} items of slice "
-        f"{cfg.gate.slice!r} (suite revision {revision[:12]}) were already looked at by a "
-        f"verdict in {db} (runs {', '.join(runs)}). This run would need a new decision, and a "
-        f"gate item is looked at once; refused before any phase ran. Consumed items per slice: "
-        f"{consumed}. To decide again, add items to the suite (a new revision brings fresh "
-        "items) and gate on them, or reset the one-look history on purpose with "
-        f"`tuneloop ledger reset {db} --reason '...'` (recorded in the experiment log)"
-    )
+    name, wanted = cfg.gate.slice, view.slices[cfg.gate.slice]
+    status = slice_looks(cfg, view, wanted)
+    where = f"slice {name!r} (suite revision {view.revision[:12]})"
+    problem = changed_items_problem(cfg, view, status)
+    if problem:
+        raise InputError(f"suite.item_changes (config): {problem}")
+    fresh = status.judgeable(_changes_are_new(cfg))
+    looked = status.consumed
+    if not fresh:
+        runs = sorted({look.run_id for look in looked.values()})
+        raise InputError(
+            f"gate.slice (config): none of the {len(wanted)} items of {where} is fresh "
+            f"({counts(status)}): a verdict in {db} (runs {', '.join(runs)}) already looked "
+            "at them, and a gate item is looked at once, whatever the suite revision; refused "
+            "before any phase ran. To decide again, add items with new ids to the suite (the "
+            "gate judges only those), or reset the one-look history on purpose with "
+            f"`tuneloop ledger reset {db} --reason '...'` (recorded in the experiment log)"
+        )
+    if looked and len(fresh) < cfg.gate.min_items:  # a whole slice below it: the rule's reject
+        raise InputError(
+            f"gate.min_items (config): the gate would judge only the {len(fresh)} fresh items "
+            f"of {where} ({counts(status)}), fewer than gate.min_items {cfg.gate.min_items}, "
+            "so it could only reject; refused before any phase ran. Add items with new ids "
+            "to the suite, or lower gate.min_items"
+        )
 
 
 # ---- inside phases -------------------------------------------------------------------------
@@ -172,7 +233,7 @@ def seal_round(ctx: PhaseContext) -> SealedBar | None:
         ctx.run_id,
         gate_bar(ctx.cfg),
         ctx.cfg.gate.slice,
-        gate_items(ctx.cfg, ctx.workdir),
+        gate_items(ctx.cfg, ctx.workdir, ctx.run_id),
         now_iso(),
     )
     write_record(ctx.layout.sealed_bar, sealed)

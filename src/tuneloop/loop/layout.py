@@ -19,7 +19,7 @@ outside the workdir, shared by every round.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuneloop.archive import ARCHIVED_FILE
@@ -269,10 +269,17 @@ def ledger_path(cfg: LoopConfig) -> Path:
 
 @dataclass(frozen=True)
 class SuiteView:
-    """The suite's revision and every configured slice's item ids, from one read of the file."""
+    """The suite's revision, every configured slice's item ids and every item's content hash,
+    from one read of the file."""
 
     revision: str
     slices: dict[str, list[str]]
+    hashes: dict[str, str] = field(default_factory=dict)
+    """Item id → `SuiteItem.content_sha256` (what a look at it is recorded with)."""
+
+    def contents(self, ids: list[str]) -> dict[str, str | None]:
+        """id → content hash, in the order of `ids`."""
+        return {i: self.hashes.get(i) for i in ids}
 
 
 def suite_view(cfg: LoopConfig) -> SuiteView:
@@ -280,7 +287,11 @@ def suite_view(cfg: LoopConfig) -> SuiteView:
 
     suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
     names = slice_names(suite, cfg.suite)
-    return SuiteView(suite.revision, {n: resolve_slice(suite, cfg.suite, n) for n in names})
+    return SuiteView(
+        suite.revision,
+        {n: resolve_slice(suite, cfg.suite, n) for n in names},
+        {i.id: i.content_sha256 for i in suite.items},
+    )
 
 
 def slice_ids(cfg: LoopConfig, name: str) -> list[str]:

@@ -13,6 +13,12 @@ The revision is the sha256 of the canonical JSON (sorted keys, no spaces) of the
 in file order, so re-indenting the file or reordering keys keeps it, and any change to any item
 (or to the order) changes it. It hashes the items as written: the default scorer is a setting of
 the eval, recorded with it, not part of the suite's content.
+
+An item's content hash (`SuiteItem.content_sha256`) is what the one-look rule keys a look to,
+beside its id: the sha256 of the canonical JSON of the item without `id` and `tags`, with its
+effective `scorer` — prompt or messages, reference fields, scorer arguments, tools and
+environment: everything that changes what is judged. Re-tagging an item keeps it; a one
+character change to its answer does not (`tuneloop.gate.looks`).
 """
 
 from __future__ import annotations
@@ -42,6 +48,11 @@ class SuiteItem:
     raw: dict
     """The whole JSON object: the reference fields the scorer reads."""
 
+    @property
+    def content_sha256(self) -> str:
+        """sha256 of what is judged: the item without `id` and `tags`, with its scorer."""
+        return item_content_sha256(self.raw, self.scorer)
+
 
 @dataclass(frozen=True)
 class Suite:
@@ -52,6 +63,17 @@ class Suite:
 
     def by_id(self) -> dict[str, SuiteItem]:
         return {item.id: item for item in self.items}
+
+
+NOT_CONTENT = ("id", "tags")
+"""Fields that name or group an item without changing what is judged."""
+
+
+def item_content_sha256(raw: dict[str, Any], scorer: str) -> str:
+    """The content hash of an item's JSON object judged by `scorer` (module docstring)."""
+    content = {k: v for k, v in raw.items() if k not in NOT_CONTENT}
+    content["scorer"] = scorer
+    return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()
 
 
 def load_suite(path: Path, default_scorer: str = "numeric") -> Suite:

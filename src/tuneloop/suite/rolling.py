@@ -8,9 +8,10 @@ The flywheel runs many rounds on one suite, and each round's gate must look at i
 earlier verdict looked at (docs/design.md, §2 "Pre-registered, one look per gate item").
 Instead of one `gate` slice per suite, the suite is split ONCE, before any round: an audit
 part (reported every round, never a gate slice) and gate slices of `gate_size` items each.
-Round r takes the first slice none of whose items the ledger lists as consumed; when every
-slice has been looked at, the round is refused before training — the fix is new items, i.e. a
-new suite revision.
+Round r takes the first slice none of whose items the ledger lists as consumed — by item id
+and content, under any suite revision (`tuneloop.gate.looks`); when every slice has been
+looked at, the round is refused before training — the fix is new items (new ids): a new
+revision alone releases nothing.
 
 The exact rule, so that a split can be reproduced elsewhere:
 
@@ -168,14 +169,15 @@ def next_gate_slice(split: RollingSplit, consumed_ids: Collection[str]) -> tuple
     if not split.gate_slices:
         raise InputError(
             f"no gate slice: the gate pool holds {pool} items, fewer than "
-            "suite.rolling.gate_size; add items to the suite (a new suite revision) or "
+            "suite.rolling.gate_size; add items with new ids to the suite or "
             "lower suite.rolling.gate_size"
         )
     n, size = len(split.gate_slices), len(split.gate_slices[0])
     raise InputError(
         f"no fresh gate slice: all {n} gate slices of {size} items hold items an earlier "
-        "verdict looked at, and a gate looks at an item once; add new items to the suite "
-        "(a new suite revision gets a new split) before the next round"
+        "verdict looked at, and a gate looks at an item once, whatever the suite revision; "
+        "add items with new ids to the suite before the next round (the new split then "
+        "holds slices of fresh items only when there are enough of them)"
     )
 
 

@@ -10,6 +10,7 @@ from tuneloop.gate import Bar, adjudicate, champion_history
 from tuneloop.gate.ledger import (
     Champion,
     Consumption,
+    ItemChange,
     ItemLook,
     Ledger,
     RevisionLooks,
@@ -46,7 +47,7 @@ def test_transaction_rolls_back_everything(tmp_path: Path) -> None:
             ledger.consume_items("rev", ["a", "b"], "r1", "t")
             raise RuntimeError("crash")
         assert ledger.consumptions("gate", "rev", "h") == []
-        assert ledger.consumed_items("rev", ["a"]) == {}
+        assert ledger.item_looks(["a"]) == {}
 
 
 def test_looks_are_typed_and_a_reset_stops_them_counting(tmp_path: Path) -> None:
@@ -55,8 +56,12 @@ def test_looks_are_typed_and_a_reset_stops_them_counting(tmp_path: Path) -> None
         ledger.consume_items("rev", ["a", "b"], "r1", "t1")
         ledger.consume_items("rev", ["b", "c"], "r2", "t2")
     with open_ledger(tmp_path / "l.db") as ledger:
-        seen = ledger.consumed_items("rev", ["a", "b", "z"])
-        assert seen == {"a": ItemLook("r1", "t1"), "b": ItemLook("r1", "t1")}  # first look
+        seen = ledger.item_looks(["a", "b", "z"])
+        assert seen == {
+            "a": [ItemLook("r1", "t1", None, "rev")],
+            "b": [ItemLook("r1", "t1", None, "rev"), ItemLook("r2", "t2", None, "rev")],
+        }
+        assert list(ledger.item_looks(["b"], except_run="r1")["b"]) == [seen["b"][1]]
         assert ledger.consumed_summary() == [RevisionLooks("rev", 3, 2)]
         assert ledger.consumptions("other", "rev2", "h")[0].run_id == "r1"  # same item set
         assert ledger.last_reset() is None
@@ -68,7 +73,7 @@ def test_looks_are_typed_and_a_reset_stops_them_counting(tmp_path: Path) -> None
             4,
             1,
         )
-        assert ledger.consumed_items("rev", ["a"]) == {} and ledger.consumed_summary() == []
+        assert ledger.item_looks(["a"]) == {} and ledger.consumed_summary() == []
         assert ledger.consumptions("gate", "rev", "h") == []
 
 
@@ -134,3 +139,18 @@ def test_crash_while_recording_leaves_no_trace(make_log, tmp_path: Path, monkeyp
     # the slice was never consumed, so the round can run again
     v = adjudicate(champ, chall, out_dir=tmp_path / "o", run_id="r1", **kw)  # type: ignore[arg-type]
     assert v.decision == "promote" and v.new_champion_version == 1
+
+
+def test_a_look_is_kept_per_id_across_revisions_with_its_content_hash(tmp_path: Path) -> None:
+    change = ItemChange("a", "h1", "h2", "rev2", "r2", "t2", "declared")
+    with open_ledger(tmp_path / "l.db") as ledger, ledger.transaction():
+        ledger.consume_items("rev1", ["a", "b"], "r1", "t1", {"a": "h1", "b": "hb"})
+        ledger.add_item_changes([change])
+    with open_ledger(tmp_path / "l.db") as ledger:
+        # asked without a revision: a look under rev1 holds under every later one
+        assert ledger.item_looks(["a"]) == {"a": [ItemLook("r1", "t1", "h1", "rev1")]}
+        assert [(i, x.content_sha256) for i, x in ledger.consumed_rows()] == [
+            ("a", "h1"),
+            ("b", "hb"),
+        ]
+        assert ledger.item_changes() == [change]

@@ -19,6 +19,7 @@ import pytest
 
 from tuneloop.errors import InputError
 from tuneloop.gate.ledger import SCHEMA_VERSION, Ledger, Round, open_ledger
+from tuneloop.gate.looks import classify
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -29,15 +30,6 @@ def old_ledger(path: Path) -> Path:
     con.executescript((FIXTURES / "ledger_v3.sql").read_text(encoding="utf-8"))
     con.close()
     return path
-
-
-def schema_of(path: Path) -> list[tuple[str, str, str]]:
-    con = sqlite3.connect(path)
-    try:
-        rows = con.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
-        return [tuple(r) for r in rows]
-    finally:
-        con.close()
 
 
 def _round(r: Round) -> dict[str, Any]:
@@ -88,8 +80,10 @@ def reads(ledger: Ledger, expected: dict[str, Any]) -> dict[str, Any]:
         "last_reset": asdict(reset) if reset else None,
         "consumed_summary": [list(x) for x in ledger.consumed_summary()],
         "args": args,
+        # one look per item id now, under any revision; the old reads were the first look
         "consumed_items": {
-            k: list(v) for k, v in ledger.consumed_items(args["revision"], args["item_ids"]).items()
+            k: [v[0].run_id, v[0].consumed_at]
+            for k, v in ledger.item_looks(args["item_ids"]).items()
         },
         "consumptions": [
             asdict(c)
@@ -104,18 +98,60 @@ def reads(ledger: Ledger, expected: dict[str, Any]) -> dict[str, Any]:
 
 def test_an_old_ledger_opens_and_reads_as_before(tmp_path: Path) -> None:
     db = old_ledger(tmp_path / "old.db")
-    before = db.read_bytes()
     expected = json.loads((FIXTURES / "ledger_v3_reads.json").read_text(encoding="utf-8"))
-    with open_ledger(db) as ledger:
+    with open_ledger(db) as ledger:  # upgraded to the current version on this first open
         got = reads(ledger, expected)
     assert json.loads(json.dumps(got)) == expected
+    before = db.read_bytes()
+    with open_ledger(db) as ledger:
+        assert json.loads(json.dumps(reads(ledger, expected))) == expected
     assert db.read_bytes() == before  # a current file is not written to by opening it
 
 
-def test_the_schema_is_the_one_old_ledgers_have(tmp_path: Path) -> None:
+def test_a_v3_ledger_is_upgraded_to_v4_and_its_looks_stay_consumed_by_id(tmp_path: Path) -> None:
+    db = old_ledger(tmp_path / "old.db")
+    with open_ledger(db) as ledger:
+        assert (
+            ledger.conn.execute("SELECT value FROM meta").fetchone()[0]
+            == "4"
+            == str(SCHEMA_VERSION)
+        )
+        hashes = ledger.conn.execute("SELECT content_sha256 FROM consumed_items").fetchall()
+        assert len(hashes) == 40 and all(h[0] is None for h in hashes)  # nothing rewritten
+        # an old look has no content hash: the id stays consumed whatever its content now
+        status = classify({"item-0020": "any-content"}, ledger.item_looks(["item-0020"]))
+        assert list(status.consumed) == ["item-0020"] and not status.fresh
+        with ledger.transaction():  # and the upgraded file takes new looks with their hash
+            ledger.consume_items("rev", ["new-1"], "r9", "t9", {"new-1": "h"})
+        assert ledger.item_looks(["new-1"])["new-1"][0].content_sha256 == "h"
+
+
+def test_the_schema_is_the_one_upgraded_old_ledgers_have(tmp_path: Path) -> None:
+    """Same tables, columns and indexes whether created now or upgraded from version 3
+    (ALTER TABLE words its CREATE statement differently, so the columns are compared)."""
     with open_ledger(tmp_path / "new.db"):
         pass
-    assert schema_of(tmp_path / "new.db") == schema_of(old_ledger(tmp_path / "old.db"))
+    old = old_ledger(tmp_path / "old.db")
+    with open_ledger(old):
+        pass
+    assert columns_of(tmp_path / "new.db") == columns_of(old)
+    assert "content_sha256" in dict(columns_of(old))["consumed_items"]
+
+
+def columns_of(path: Path) -> list[tuple[str, list[str]]]:
+    con = sqlite3.connect(path)
+    try:
+        names = [
+            r[0]
+            for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")
+        ]
+        out = []
+        for name in sorted(names):
+            cols = [r[1] for r in con.execute(f"PRAGMA table_info({name})")]
+            out.append((name, cols or [r[2] for r in con.execute(f"PRAGMA index_info({name})")]))
+        return out
+    finally:
+        con.close()
 
 
 def test_rows_written_now_read_back_the_same_way(tmp_path: Path) -> None:

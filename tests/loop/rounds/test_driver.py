@@ -101,6 +101,23 @@ def test_no_fresh_gate_slice_is_refused_before_training(tmp_path: Path) -> None:
     assert "round `r0003` — **refused**" in log and "no fresh gate slice" in log
 
 
+def test_a_new_suite_revision_brings_no_consumed_item_back_to_a_rolling_slice(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: the rolling slices keep one look per item id and content, too."""
+    config = flywheel_config(tmp_path, gate_size=90)  # 192 pool items: two gate slices
+    assert run_round(config) == 0
+    assert run_round(config) == 0
+    suite = tmp_path / "suite.jsonl"
+    rows = [json.loads(line) for line in suite.read_text().splitlines()]
+    # a new revision, same content (a new tag order only moves nothing judged)
+    suite.write_text("".join(json.dumps({**r, "tags": [*r["tags"], "v2"]}) + "\n" for r in rows))
+    CALLS.clear()
+    with pytest.raises(InputError, match="no fresh gate slice.*whatever the suite revision"):
+        run_round(config)
+    assert "train" not in CALLS and "eval_pre" not in CALLS
+
+
 def test_a_round_killed_mid_training_resumes_once(tmp_path: Path) -> None:
     config = flywheel_config(tmp_path)
     path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))

@@ -10,9 +10,10 @@ one `transaction()` (`BEGIN IMMEDIATE`), so a crash leaves either all of it or n
 only ever inserted: a re-promotion is a new champion version, an approval a new row, a reset
 of the one-look history a `resets` row (earlier looks stay on record; they just stop counting).
 
-One-look is kept per ITEM, not per slice: every item id a verdict looked at is stored with
-its suite revision, and a slice that overlaps any of them is refused with the count — so
-changing the slice fractions cannot make a "fresh" slice out of consumed items.
+One-look is kept per ITEM, not per slice or revision: every item id a verdict looked at is
+stored with its content hash (and the suite revision it came from), and a look holds for the
+id under every later revision — so neither changing the slice fractions nor editing the suite
+makes a "fresh" item out of a consumed one (`tuneloop.gate.looks` classifies the items).
 
 A verdict is stored with the sha256 of its evidence (both logs, both models, the bar, the
 items); it is found again only by that hash (`verdict_for_evidence`), which is how a resumed
@@ -33,6 +34,7 @@ from tuneloop.gate.ledger.rows import (
     Approval,
     Champion,
     Consumption,
+    ItemChange,
     ItemLook,
     Promotable,
     Reset,
@@ -41,6 +43,7 @@ from tuneloop.gate.ledger.rows import (
     read_approval,
     read_champion,
     read_consumption,
+    read_item_change,
     read_promotable,
     read_reset,
     read_round,
@@ -119,19 +122,25 @@ class Ledger:
             ),
         )
 
-    def consumed_items(self, suite_revision: str, item_ids: list[str]) -> dict[str, ItemLook]:
-        """Item id → its first look, for the given items looked at since the last reset."""
+    def item_looks(
+        self, item_ids: list[str], *, except_run: str | None = None
+    ) -> dict[str, list[ItemLook]]:
+        """Item id → its looks since the last reset (oldest first), under any suite revision;
+        `except_run`: leave out that run's own looks (a resumed round's items stay its own)."""
         reset = self.last_reset()
         wanted = set(item_ids)
         found = self.conn.execute(
-            "SELECT item_id, run_id, consumed_at FROM consumed_items "
-            "WHERE suite_revision = ? AND id > ? ORDER BY id",
-            (suite_revision, reset.items_upto if reset else 0),
+            "SELECT item_id, run_id, consumed_at, content_sha256, suite_revision "
+            "FROM consumed_items WHERE id > ? ORDER BY id",
+            (reset.items_upto if reset else 0,),
         ).fetchall()
-        out: dict[str, ItemLook] = {}
+        out: dict[str, list[ItemLook]] = {}
         for r in found:
-            if r["item_id"] in wanted and r["item_id"] not in out:
-                out[r["item_id"]] = ItemLook(r["run_id"], r["consumed_at"])
+            if r["item_id"] in wanted and r["run_id"] != except_run:
+                look = ItemLook(
+                    r["run_id"], r["consumed_at"], r["content_sha256"], r["suite_revision"]
+                )
+                out.setdefault(r["item_id"], []).append(look)
         return out
 
     def consumed_summary(self) -> list[RevisionLooks]:
@@ -144,12 +153,61 @@ class Ledger:
         ).fetchall()
         return [RevisionLooks(r["suite_revision"], r["n"], r["runs"]) for r in found]
 
-    def consume_items(self, suite_revision: str, item_ids: list[str], run_id: str, at: str) -> None:
+    def consumed_rows(self) -> list[tuple[str, ItemLook]]:
+        """(item id, look) of every look since the last reset, oldest first."""
+        reset = self.last_reset()
+        found = self.conn.execute(
+            "SELECT item_id, run_id, consumed_at, content_sha256, suite_revision "
+            "FROM consumed_items WHERE id > ? ORDER BY id",
+            (reset.items_upto if reset else 0,),
+        ).fetchall()
+        return [
+            (
+                r["item_id"],
+                ItemLook(r["run_id"], r["consumed_at"], r["content_sha256"], r["suite_revision"]),
+            )
+            for r in found
+        ]
+
+    def consume_items(
+        self,
+        suite_revision: str,
+        item_ids: list[str],
+        run_id: str,
+        at: str,
+        hashes: dict[str, str] | None = None,
+    ) -> None:
+        """Record one look at each item, with its content hash when `hashes` has it."""
+        hashes = hashes or {}
         self.conn.executemany(
-            "INSERT INTO consumed_items (suite_revision, item_id, run_id, consumed_at) "
-            "VALUES (?, ?, ?, ?)",
-            [(suite_revision, i, run_id, at) for i in item_ids],
+            "INSERT INTO consumed_items (suite_revision, item_id, run_id, consumed_at, "
+            "content_sha256) VALUES (?, ?, ?, ?, ?)",
+            [(suite_revision, i, run_id, at, hashes.get(i)) for i in item_ids],
         )
+
+    def add_item_changes(self, changes: list[ItemChange]) -> None:
+        """Record consumed ids whose changed content was declared new (append-only)."""
+        self.conn.executemany(
+            "INSERT INTO item_changes (item_id, old_sha256, new_sha256, suite_revision, run_id, "
+            "declared_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    c.item_id,
+                    c.old_sha256,
+                    c.new_sha256,
+                    c.suite_revision,
+                    c.run_id,
+                    c.declared_at,
+                    c.reason,
+                )
+                for c in changes
+            ],
+        )
+
+    def item_changes(self) -> list[ItemChange]:
+        """Every declared item change, oldest first."""
+        found = self.conn.execute("SELECT * FROM item_changes ORDER BY id").fetchall()
+        return [read_item_change(r) for r in found]
 
     def last_reset(self) -> Reset | None:
         row = self.conn.execute("SELECT * FROM resets ORDER BY id DESC LIMIT 1").fetchone()

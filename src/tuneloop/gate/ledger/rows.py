@@ -42,10 +42,31 @@ class Consumption:
 
 
 class ItemLook(NamedTuple):
-    """The first look at one item since the last reset."""
+    """One look at one item since the last reset."""
 
     run_id: str
     consumed_at: str
+    content_sha256: str | None = None
+    """The item's content hash when it was looked at (None: recorded before ledger version
+    4, so the look holds for the id whatever the content)."""
+    suite_revision: str = ""
+    """The suite revision it was looked at under."""
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    """A consumed item id whose content changed, declared a new item (`suite.item_changes`)."""
+
+    item_id: str
+    old_sha256: str | None
+    """The content hash of its earlier look (None: an old look without one)."""
+    new_sha256: str
+    suite_revision: str
+    """The revision it is new in."""
+    run_id: str
+    """The run whose verdict first judges the new content."""
+    declared_at: str
+    reason: str
 
 
 class RevisionLooks(NamedTuple):
@@ -148,6 +169,18 @@ def read_consumption(row: sqlite3.Row) -> Consumption:
         row["run_id"],
         row["consumed_at"],
         bool(row["reuse_allowed"]),
+    )
+
+
+def read_item_change(row: sqlite3.Row) -> ItemChange:
+    return ItemChange(
+        row["item_id"],
+        row["old_sha256"],
+        row["new_sha256"],
+        row["suite_revision"],
+        row["run_id"],
+        row["declared_at"],
+        row["reason"],
     )
 
 

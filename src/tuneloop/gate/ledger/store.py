@@ -1,9 +1,11 @@
 """The gate ledger's file: its schema, its versions and how it is opened (stdlib sqlite3).
 
 Opened through `tuneloop.records.sqlite` (WAL journal, `synchronous=FULL`, explicit
-`BEGIN IMMEDIATE` transactions). Schema version 3 upgrades an older file in place by adding
-tables (3: the flywheel's rounds and their outcomes) and a column (2: verdict evidence);
-nothing is rewritten. A file that is not a SQLite database, or one written by a newer
+`BEGIN IMMEDIATE` transactions). Schema version 4 upgrades an older file in place by adding
+tables (3: the flywheel's rounds and their outcomes; 4: declared item changes) and columns
+(2: verdict evidence; 4: each consumed item's content hash); nothing is rewritten. A look
+recorded before version 4 has no content hash: its item stays consumed by id, whatever its
+content now (`tuneloop.gate.looks`). A file that is not a SQLite database, or one written by a newer
 tuneloop, is refused with an `InputError` naming it and is left untouched. `open_ledger`
 (`tuneloop.gate.ledger.queries`) opens it as `LEDGER_FILE`.
 """
@@ -14,7 +16,7 @@ import sqlite3
 
 from tuneloop.records import SqliteFile
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -55,9 +57,21 @@ CREATE TABLE IF NOT EXISTS consumed_items (
     suite_revision TEXT NOT NULL,
     item_id TEXT NOT NULL,
     run_id TEXT NOT NULL,
-    consumed_at TEXT NOT NULL
+    consumed_at TEXT NOT NULL,
+    content_sha256 TEXT
 );
 CREATE INDEX IF NOT EXISTS consumed_item ON consumed_items (suite_revision, item_id);
+CREATE INDEX IF NOT EXISTS consumed_item_id ON consumed_items (item_id);
+CREATE TABLE IF NOT EXISTS item_changes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id TEXT NOT NULL,
+    old_sha256 TEXT,
+    new_sha256 TEXT NOT NULL,
+    suite_revision TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    declared_at TEXT NOT NULL,
+    reason TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS sealed_bars (
     seal_id TEXT PRIMARY KEY,
     bar_sha256 TEXT NOT NULL,
@@ -97,11 +111,17 @@ CREATE INDEX IF NOT EXISTS outcome_by_round ON round_outcomes (round_id);
 
 
 def _upgrade(conn: sqlite3.Connection) -> None:
-    """Version 1 → 2: the evidence column on verdicts (old verdicts have none: never reused)."""
-    columns = {r["name"] for r in conn.execute("PRAGMA table_info(verdicts)").fetchall()}
-    if "evidence_sha256" not in columns:
-        conn.execute("ALTER TABLE verdicts ADD COLUMN evidence_sha256 TEXT")
+    """Version 1 → 2: the evidence column on verdicts (old verdicts have none: never reused).
+    Version 3 → 4: the content hash of consumed items (old looks have none: consumed by id)."""
+    _add_column(conn, "verdicts", "evidence_sha256")
     conn.execute("CREATE INDEX IF NOT EXISTS verdict_evidence ON verdicts (evidence_sha256)")
+    _add_column(conn, "consumed_items", "content_sha256")
+
+
+def _add_column(conn: sqlite3.Connection, table: str, column: str) -> None:
+    columns = {r["name"] for r in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+    if column not in columns:
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
 
 LEDGER_FILE = SqliteFile(

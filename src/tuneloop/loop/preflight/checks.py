@@ -67,7 +67,18 @@ def preflight(cfg: LoopConfig) -> Findings:
         gate_items = _check_slices(cfg, suite, found)
         if gate_items:
             check_power(cfg, gate_items, found)
+            _check_item_changes(cfg, found)
     return found
+
+
+def _check_item_changes(cfg: LoopConfig, found: Findings) -> None:
+    """A gate item changed under a consumed id (`tuneloop.gate.looks`), unless declared new."""
+    from tuneloop.loop.integrity import changed_items_problem
+
+    if cfg.gate.enabled and not cfg.gate.allow_slice_reuse:
+        problem = changed_items_problem(cfg)
+        if problem:
+            found.error("suite.item_changes", problem)
 
 
 def _check_plugins(cfg: LoopConfig, found: Findings) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError, read_utf8
 from tuneloop.gate.ledger import Champion, Ledger, RoundStart, open_ledger
+from tuneloop.gate.looks import classify
 from tuneloop.loop.layout import RunLayout, archive_root, ledger_path
 from tuneloop.records import Record, read_record_if_exists, sha256_path, write_record
 from tuneloop.suite import gate_slice_name, load_suite, next_gate_slice, rolling_of
@@ -109,8 +110,11 @@ def plan_round(
 
 def _fresh_slice(cfg: LoopConfig, ledger: Ledger) -> str:
     suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
-    consumed = ledger.consumed_items(suite.revision, [i.id for i in suite.items])
-    index, _ = next_gate_slice(rolling_of(suite, cfg.suite), set(consumed))
+    # one look per item id and content, whatever the revision (`tuneloop.gate.looks`)
+    contents = {i.id: i.content_sha256 for i in suite.items}
+    status = classify(contents, ledger.item_looks(list(contents)))
+    fresh = set(status.judgeable(cfg.suite.item_changes == "new"))
+    index, _ = next_gate_slice(rolling_of(suite, cfg.suite), set(contents) - fresh)
     return gate_slice_name(index)
 
 
