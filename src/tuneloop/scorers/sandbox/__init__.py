@@ -9,12 +9,7 @@ kernel isolation, which one works here, the per-run uid slots), `pid1` (PID 1 of
 run, which builds the file-system jail; run as a file by `execute`, never imported).
 """
 
-from tuneloop.scorers.sandbox.execute import (
-    Isolation,
-    Limits,
-    SandboxResult,
-    isolation,
-    run_python,
-)
+from tuneloop.scorers.sandbox.execute import Limits, SandboxResult, isolation, run_python
+from tuneloop.scorers.sandbox.kinds import Isolation
 
 __all__ = ["Isolation", "Limits", "SandboxResult", "isolation", "run_python"]

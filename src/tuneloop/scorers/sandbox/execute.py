@@ -76,8 +76,6 @@ from pathlib import Path
 
 from tuneloop.scorers.sandbox.kinds import KINDS, Isolation, run_uid, strongest, warning
 
-__all__ = ["Isolation", "Limits", "SandboxResult", "isolation", "run_python"]
-
 _log = logging.getLogger(__name__)
 _INIT = Path(__file__).with_name("pid1.py")  # run as a file (`python -I -S`), never imported
 # read-only in the jail, besides the Python installation; missing ones are skipped
