@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tuneloop.config import LoopConfig, read_yaml
-from tuneloop.config.load import line_map, locator  # how load_config names a key
+from tuneloop.config.load import line_map, locator
 from tuneloop.errors import InputError, did_you_mean
 from tuneloop.loop.corpus_data import output_problems, replay_problems, replay_unused
+from tuneloop.loop.integrity import changed_items_problem  # how load_config names a key
 from tuneloop.loop.layout import ledger_path
 from tuneloop.loop.preflight.findings import Findings
 from tuneloop.loop.preflight.gate_power import check_power
@@ -73,8 +74,6 @@ def preflight(cfg: LoopConfig) -> Findings:
 
 def _check_item_changes(cfg: LoopConfig, found: Findings) -> None:
     """A gate item changed under a consumed id (`tuneloop.gate.looks`), unless declared new."""
-    from tuneloop.loop.integrity import changed_items_problem
-
     if cfg.gate.enabled and not cfg.gate.allow_slice_reuse:
         problem = changed_items_problem(cfg)
         if problem:
