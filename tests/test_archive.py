@@ -25,6 +25,8 @@ from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.loop.handover import archive_recipe
 from tuneloop.loop.state import PhaseRecord, RunState
 
+from .installed import tuneloop
+
 SKIP = (".lock", "archive", "quarantine")
 
 
@@ -227,3 +229,98 @@ def test_archive_knows_nothing_of_the_loop() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
                 assert not node.module.startswith(("tuneloop.loop", "tuneloop.config")), path
+
+
+def test_a_target_that_climbs_out_of_its_root_is_refused(tmp_path: Path) -> None:
+    """The last guard (the config refuses such a name at load): nothing written anywhere."""
+    (tmp_path / "work").mkdir()
+    recipe = Recipe(config={})
+    target = tmp_path / "root" / ".." / ".." / "evil-1"
+    with pytest.raises(InputError, match="not a folder inside the archive root"):
+        archive_run(tmp_path / "work", target, _state(), recipe, base_model_sha256="b" * 64)
+    assert not (tmp_path.parent / "evil-1").exists()
+    assert not list(tmp_path.parent.glob(".evil-1*"))
+
+
+# ---- the installed script on a real (fake-loop) archive --------------------------------------
+
+
+def _fake_round(tmp_path: Path, **sections: object) -> Path:
+    """A whole fake-loop round (real report, gate, capstone, archive); its archive folder."""
+    from .loop.fakeloop import runner, write_config
+
+    data = tmp_path / "train.jsonl"
+    row = {"messages": [{"role": "user", "content": "1+1"}, {"role": "assistant", "content": "2"}]}
+    data.write_text(json.dumps(row) + "\n")
+    config = write_config(tmp_path, train={"data": str(data)}, **sections)
+    runner(config).run()
+    (archive,) = (tmp_path / "archive").glob("fake-*")
+    return archive
+
+
+def test_an_archive_reproduces_with_the_readme_command(tmp_path: Path) -> None:
+    """Issue 25 item 5: `tuneloop check ROOT/RUN/inputs/loop.yaml` of a fresh archive exits 0
+    (it held the whole resolved `replay:` block with `teachers: null`, which check refused)."""
+    archive = _fake_round(tmp_path)
+    config = archive / "inputs" / "loop.yaml"
+    assert yaml.safe_load(config.read_text())["replay"]["teachers"] is None  # as resolved
+    ran = tuneloop("check", config, cwd=tmp_path)
+    assert ran.code == 0, ran.output
+    assert "Traceback" not in ran.output
+    ran = tuneloop("run", config, "--plan", cwd=tmp_path)  # the README's re-run, planned
+    assert ran.code == 0, ran.output
+    assert tuneloop("archive", "verify", archive, cwd=tmp_path).code == 0
+
+
+def test_verify_flags_a_run_id_that_names_a_path_and_a_missing_folder(tmp_path: Path) -> None:
+    """Issue 25 item 8: an archive of `name: ../../evil` verified; its manifest's run id is
+    now a FAIL of `tuneloop archive verify`, and a folder that does not exist says so."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "x.txt").write_text("x")
+    target = tmp_path / "root" / "evil"
+    archive_run(
+        tmp_path / "work",
+        target,
+        _state("../../evil"),
+        Recipe(config={}),
+        base_model_sha256="b" * 64,
+    )
+    ran = tuneloop("archive", "verify", target, cwd=tmp_path)
+    assert ran.code == 1 and "run id '../../evil' is not one folder name" in ran.stderr
+    tuneloop("archive", "verify", tmp_path / "nope", cwd=tmp_path).assert_input_error(
+        "nope: not found"
+    )
+
+
+def test_an_archived_corpus_config_reads_the_same_sources(tmp_path: Path) -> None:
+    """A verbatim copy of corpus.yaml in `inputs/` resolved its relative source paths against
+    `inputs/`, where no traces are: the archive's own `corpus build` failed. The archived copy
+    names the files the run read."""
+    fixtures = Path(__file__).resolve().parent / "data" / "fixtures"
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "api.jsonl").write_bytes((fixtures / "openai_proxy.jsonl").read_bytes())
+    (tmp_path / "corpus.yaml").write_text(
+        "sources: [{path: traces/api.jsonl, format: openai_chat}]\n"
+        "filter: {min_score: null, keep_unrated: true}\n"
+    )
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    (tmp_path / "suite.jsonl").write_text('{"id": "x"}\n')
+    (tmp_path / "work").mkdir()
+    cfg = LoopConfig.model_validate(
+        {
+            "base_model": str(tmp_path / "model"),
+            "suite": {"path": str(tmp_path / "suite.jsonl")},
+            "data": {"corpus": str(tmp_path / "corpus.yaml")},
+        }
+    )
+    target = tmp_path / "archive" / "r1"
+    recipe = archive_recipe(cfg)
+    archive_run(tmp_path / "work", target, _state(), recipe, base_model_sha256="b" * 64)
+    copy = target / "inputs" / "corpus.yaml"
+    assert yaml.safe_load(copy.read_text())["sources"][0]["path"] == str(
+        tmp_path / "traces" / "api.jsonl"
+    )
+    ran = tuneloop("corpus", "build", copy, "--out", tmp_path / "again", cwd=tmp_path)
+    assert ran.code == 0, ran.output
+    assert verify_archive(target) == []

@@ -14,9 +14,7 @@ thread pool, once per module, and each test looks up its own result.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,16 +25,10 @@ import typer
 
 from tuneloop.cli import build_app
 
+from . import installed
+
 # a valid loop config; `run` must refuse its workdir before any phase starts
 ARITH = Path(__file__).resolve().parents[1] / "examples" / "arith" / "loop.yaml"
-
-
-def _script() -> str:
-    beside = Path(sys.executable).parent / "tuneloop"
-    found = str(beside) if beside.is_file() else shutil.which("tuneloop")
-    if found is None:
-        pytest.fail("the tuneloop console script is not installed (run scripts/setup)")
-    return found
 
 
 def _commands() -> list[tuple[str, ...]]:
@@ -169,7 +161,7 @@ def cases(tmp: Path) -> dict[str, tuple[str, ...]]:
 
 @pytest.fixture(scope="module")
 def results(cases: dict[str, tuple[str, ...]], tmp: Path) -> Iterator[dict[tuple[str, ...], Done]]:
-    script = _script()
+    script = installed.script()
     calls = [(*p, "--no-such-option") for p in COMMANDS]
     calls += [(*p, "--help") for p in COMMANDS]
     calls += [p for p in MISSING]

@@ -78,6 +78,35 @@ def require_writable_dir(path: Path, what: str) -> None:
         ) from None
 
 
+def refuse_overwriting_inputs(outputs: Iterable[tuple[str, Path]], inputs: Iterable[Path]) -> None:
+    """InputError when an output (named by its option or key) is one of `inputs` or another
+    output: the same file after resolving symlinks, or the same inode (a hard link). Every
+    step that reads files and writes others (`ingest`, `corpus build`, `replay`) checks this
+    before it reads anything."""
+    ins = [Path(p) for p in inputs]
+    seen: dict[Path, str] = {}
+    for name, out in outputs:
+        for given in ins:
+            if _same_file(Path(out), given):
+                raise InputError(
+                    f"{name} {out}: is the input {given}; writing it would replace what is being "
+                    "read (choose another output path)"
+                )
+        key = Path(out).resolve()
+        if key in seen:
+            raise InputError(f"{name} {out}: is also {seen[key]}; give each output its own path")
+        seen[key] = f"{name} {out}"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
 def read_utf8(path: Path, what: str) -> str:
     """The text of a file a person gave us; InputError naming the file (and line) otherwise.
 

@@ -15,6 +15,8 @@ from tuneloop.flywheel.exchanges import (
     traffic_files,
 )
 
+from ..installed import tuneloop
+
 
 def exchange(cid: str, t: float, text: str = "what is 2+2", **meta: object) -> dict:
     request: dict = {"model": "m", "messages": [{"role": "user", "content": text}]}
@@ -65,12 +67,34 @@ def test_exchanges_and_feedback_are_parsed(tmp_path: Path) -> None:
     assert traffic.feedback[0].verdict == "up" and traffic.feedback[0].is_label
 
 
-def test_an_unterminated_last_line_is_skipped_but_a_bad_line_is_an_error(tmp_path: Path) -> None:
+def test_an_unterminated_last_line_is_skipped_and_a_torn_line_counted(tmp_path: Path) -> None:
     log = write(tmp_path / "traffic.jsonl", [exchange("c1", 10)], tail='{"timestamp": 1')
-    assert len(read_traffic([log]).exchanges) == 1
-    write(log, [exchange("c1", 10)], tail='{"timestamp": 1\n')
-    with pytest.raises(InputError, match=r"traffic.jsonl:2: not a JSON line"):
-        read_traffic([log])
+    traffic = read_traffic([log])
+    assert len(traffic.exchanges) == 1 and traffic.skipped == []
+    # a crash tore line 2; the restarted server appended after it
+    write(log, [exchange("c1", 10)], tail='{"timestamp": 1\n' + json.dumps(exchange("c2", 20)))
+    log.write_text(log.read_text() + "\n" + json.dumps(feedback("c2", 30)) + "\n")
+    traffic = read_traffic([log])
+    assert [e.completion_id for e in traffic.exchanges] == ["c1", "c2"]
+    assert count_new_labels(traffic, since=None).new == 1
+    (why,) = traffic.skipped
+    assert "traffic.jsonl:2: not a JSON line" in why
+
+
+def test_text_completions_are_exchanges_but_not_trainable_labels(tmp_path: Path) -> None:
+    """Issue 25 defect 2: a /v1/completions line is read, never an error for the file."""
+    text = {
+        "timestamp": 10,
+        "request": {"model": "m", "prompt": "Once upon"},
+        "response": {"id": "cmpl-1", "object": "text_completion", "choices": [{"text": " a"}]},
+    }
+    lines = [text, exchange("c1", 11), feedback("cmpl-1", 12), feedback("c1#0", 13)]
+    lines.append(feedback("c1#4", 14))  # no such choice: the ingester drops it too
+    traffic = read_traffic([write(tmp_path / "traffic.jsonl", lines)])
+    assert [e.is_chat for e in traffic.exchanges] == [False, True]
+    assert traffic.exchanges[0].messages == [{"role": "user", "content": "Once upon"}]
+    count = count_new_labels(traffic, since=None)
+    assert (count.new, count.orphans, count.untrainable) == (1, 1, 1)
 
 
 @pytest.mark.parametrize(
@@ -87,18 +111,30 @@ def test_an_unterminated_last_line_is_skipped_but_a_bad_line_is_an_error(tmp_pat
         ),
         (
             {"timestamp": 1, "type": "feedback", "completion_id": "c", "correction": 3},
-            "'correction' must be a string",
+            "'correction' must be a non-empty string",
         ),
         (
             {"timestamp": 1, "type": "feedback", "completion_id": "c", "score": "high"},
             "'score' must be a number",
         ),
+        (
+            {"timestamp": 1, "type": "feedback", "completion_id": "c", "score": 7},
+            "'score' must be a number in [0, 1]",
+        ),
+        (
+            {"timestamp": 1, "type": "feedback", "completion_id": "c", "correction": ""},
+            "'correction' must be a non-empty string",
+        ),
     ],
 )
-def test_bad_lines_name_file_and_line(tmp_path: Path, line: dict, message: str) -> None:
-    log = write(tmp_path / "traffic.jsonl", [exchange("c0", 1), line])
-    with pytest.raises(InputError, match=f"traffic.jsonl:2: .*{message}"):
-        read_traffic([log])
+def test_bad_lines_are_skipped_naming_file_and_line(
+    tmp_path: Path, line: dict, message: str
+) -> None:
+    log = write(tmp_path / "traffic.jsonl", [exchange("c0", 1), line, exchange("c3", 3)])
+    traffic = read_traffic([log])
+    assert [e.completion_id for e in traffic.exchanges] == ["c0", "c3"]
+    (why,) = traffic.skipped
+    assert "traffic.jsonl:2: " in why and message in why
 
 
 def test_new_labels_count_label_time_once_per_exchange(tmp_path: Path) -> None:
@@ -139,3 +175,38 @@ def test_iso_timestamps_and_streamed_responses(tmp_path: Path) -> None:
     assert traffic.exchanges[0].completion_id == "chunked"
     assert traffic.exchanges[0].timestamp == 1796126400.5
     assert traffic.feedback[0].timestamp == 1796126410.0  # no zone: UTC
+
+
+def test_status_and_ingest_agree_after_a_rotation(tmp_path: Path) -> None:
+    """Issue 25 defect 4: 3 corrections after a rotation were 3 new labels in `status` and
+    0 training rows. Both now join across the folder's files; an orphan is neither."""
+    logs = tmp_path / "traffic"
+    logs.mkdir()
+    answer = {"message": {"role": "assistant", "content": "?"}}
+    chat = [
+        {**exchange(f"c{i}", 10 + i), "response": {"id": f"c{i}", "choices": [answer]}}
+        for i in range(3)
+    ]
+    write(logs / "traffic-1.jsonl", chat)
+    write(
+        logs / "traffic.jsonl",
+        [feedback(f"c{i}", 20 + i, verdict="down", correction="4") for i in range(3)]
+        + [feedback("gone", 30)],
+    )
+    (tmp_path / "suite.jsonl").write_text(
+        json.dumps({"id": "q", "messages": [{"role": "user", "content": "x"}], "answer": "4"})
+        + "\n"
+    )
+    (tmp_path / "loop.yaml").write_text(
+        "base_model: model\nworkdir: runs/loop\nsuite: {path: suite.jsonl}\n"
+        "flywheel: {traffic: [traffic]}\n"
+    )
+    status = tuneloop("status", "loop.yaml", "--json", cwd=tmp_path)
+    assert status.code == 0, status.output
+    summary = json.loads(status.stdout)["traffic"]
+    assert (summary["new_labels"], summary["orphan_feedback"]) == (3, 1)
+    ingest = tuneloop("ingest", "-f", "openai_chat", logs, "-o", "t.jsonl", cwd=tmp_path)
+    assert ingest.code == 0, ingest.output
+    rows = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert sum(1 for r in rows if (r["feedback"] or {}).get("correction") == "4") == 3
+    assert "1 lines rejected" in ingest.stdout  # the orphan, named in the rejects file

@@ -12,6 +12,7 @@ from scipy.stats import binomtest
 from typer.testing import CliRunner
 
 from tuneloop.config.flywheel import FlywheelConfig, TriggersConfig
+from tuneloop.errors import InputError
 from tuneloop.flywheel.command import status as status_command
 from tuneloop.flywheel.render import render_status
 from tuneloop.flywheel.status import (
@@ -196,7 +197,8 @@ def test_status_before_any_round_or_champion(tmp_path: Path) -> None:
     assert status.champion is None and status.audit is None and status.since is None
     assert [d.psi for d in status.drift] == [None, None]
     text = render_status(status)
-    assert "champion   none recorded" in text
+    assert "champion   none yet: the first round records flywheel.bootstrap" in text
+    assert "tuneloop champion" not in text  # it shows champions; it registers none
     assert "audit      not measured" in text
     assert "no round yet: all traffic is new" in text
     assert not (tmp_path / "l.db").exists()
@@ -214,7 +216,7 @@ def test_the_command_reads_loop_yaml_and_the_workdir(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(app, [str(tmp_path / "loop.yaml")])
     assert result.exit_code == 0, result.output
-    assert "champion   none recorded" in result.output
+    assert "champion   none yet" in result.output
     result = runner.invoke(app, [str(tmp_path / "loop.yaml"), "--json"])
     assert json.loads(result.output)["schema"] == "tuneloop.flywheel_status/1"
 
@@ -261,3 +263,135 @@ def test_last_round_comes_from_the_workdir_state(tmp_path: Path) -> None:
     assert second is not None and (second.run_id, second.started_at) == ("loop-b", START + 3600)
     assert second.training_rows == workdir / "data" / "sft.jsonl"
     assert second.audit_log == tmp_path / "audit"
+
+
+# ---- issue 25: rounds run by hand, refusals, the audit part, a fresh flywheel --------------
+
+
+def _flywheel(tmp: Path, gate_size: int = 50, **flywheel: object) -> Path:
+    """The fake loop's config as a flywheel (`base_model: champion`), its traffic in tmp."""
+    import yaml
+
+    from ..loop.fakeloop import write_config
+
+    data = tmp / "train.jsonl"
+    turns = [{"role": "user", "content": "What is 2 + 2?"}, {"role": "assistant", "content": "4"}]
+    data.write_text(json.dumps({"messages": turns}) + "\n")
+    path = write_config(
+        tmp,
+        suite={"rolling": {"audit_fraction": 0.2, "gate_size": gate_size, "seed": 0}},
+        gate={"min_items": 40},
+        train={"data": str(data)},
+    )
+    cfg = yaml.safe_load(path.read_text())
+    cfg["base_model"] = "champion"
+    cfg["flywheel"] = {"bootstrap": str(tmp / "base"), "traffic": [str(tmp / "traffic")]}
+    cfg["flywheel"].update(flywheel)
+    path.write_text(yaml.safe_dump(cfg))
+    if not cfg["flywheel"].get("serve", {}).get("managed"):
+        (tmp / "traffic").mkdir()  # a managed proxy's the watcher creates
+    return path
+
+
+def _labels(tmp: Path, n: int, at: float) -> None:
+    """`n` exchanges, each with a thumbs-down and a correction, timed `at`."""
+    (tmp / "traffic").mkdir(exist_ok=True)
+    with (tmp / "traffic" / "traffic.jsonl").open("a") as fh:
+        for _ in range(n):
+            cid = f"chatcmpl-{at}-{fh.tell()}"
+            request = {"messages": [{"role": "user", "content": "What is 2 + 3?"}]}
+            exchange = {"timestamp": at, "request": request, "response": {"id": cid}}
+            feedback = {"type": "feedback", "completion_id": cid, "verdict": "down",
+                        "correction": "5", "timestamp": at}  # fmt: skip
+            fh.write(json.dumps(exchange) + "\n" + json.dumps(feedback) + "\n")
+
+
+def _status(config: Path) -> dict:
+    from ..installed import tuneloop
+
+    ran = tuneloop("status", config, "--json", cwd=config.parent)
+    assert ran.code == 0, ran.output
+    return json.loads(ran.stdout)
+
+
+def test_rounds_run_by_hand_count_and_a_refused_one_moves_no_line(tmp_path: Path) -> None:
+    """Issue 25 item 10: rounds run by hand (`run --round next`) were invisible to status
+    (labels they trained on counted as new), and a round refused before training reset the
+    count. The ledger is the one record of which labels a round took."""
+    import time
+
+    from ..installed import tuneloop
+    from ..loop.fakeloop import run_round
+
+    config = _flywheel(tmp_path, gate_size=90)  # 192 pool items: two gate slices
+    _labels(tmp_path, 3, time.time() - 60)
+    assert run_round(config) == 0
+    seen = _status(config)
+    assert (seen["last_round"], seen["traffic"]["new_labels"]) == ("r0001", 0)
+    assert run_round(config) == 0
+    time.sleep(1.1)  # the ledger keeps seconds
+    _labels(tmp_path, 2, time.time())
+    time.sleep(1.1)
+    with pytest.raises(InputError, match="no fresh gate slice"):
+        run_round(config)  # r0003: refused before training, took nothing
+    seen = _status(config)
+    assert (seen["last_round"], seen["traffic"]["new_labels"]) == ("r0002", 2)
+    text = tuneloop("status", config, cwd=tmp_path).stdout
+    assert "since round r0002 started" in text
+    assert "r0001  promoted          by hand" in text and "r0003  refused" in text
+    assert "no fresh gate slice" in text and "no rounds yet" not in text
+
+
+def test_audit_accuracy_is_the_audit_parts_alone(tmp_path: Path) -> None:
+    """Issue 25 item 10: the round's log holds audit + gate items; the audit accuracy (and
+    `accuracy_floor`) counted all of them instead of the audit part's."""
+    from tuneloop.config import load_config
+    from tuneloop.suite import load_suite, rolling_of
+
+    from ..loop.fakeloop import run_round
+
+    config = _flywheel(tmp_path, gate_size=90, triggers={"accuracy_floor": 0.9})
+    assert run_round(config) == 0
+    cfg = load_config(config)
+    audit = set(rolling_of(load_suite(cfg.suite.path), cfg.suite).audit_ids)
+    log = tmp_path / "work" / "rounds" / "r0001" / "eval_post" / "samples.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(rows) > len(audit)  # the gate slice's items are in the log too
+    scores = [r["score"] for r in rows if r["item_id"] in audit]
+    seen = _status(config)["audit"]
+    assert seen["items"] == len(audit) == len(scores)
+    assert seen["accuracy"] == pytest.approx(sum(scores) / len(scores))
+
+
+def test_status_of_a_fresh_flywheel_says_no_rounds_yet(tmp_path: Path) -> None:
+    """Issue 25 item 15: the example's own `status` hint exited 2 before the watcher had run
+    (its traffic folder does not exist yet), and named `tuneloop champion` as the way to
+    register a champion (it only shows them)."""
+    from ..installed import tuneloop
+
+    config = _flywheel(tmp_path, serve={"managed": True, "port": 8100})
+    files = sorted(tmp_path.rglob("*"))
+    ran = tuneloop("status", config, cwd=tmp_path)
+    assert ran.code == 0, ran.output
+    assert "no rounds yet" in ran.stdout and "tuneloop champion" not in ran.stdout
+    assert f"{tmp_path / 'traffic'} does not exist yet" in ran.stdout
+    assert "Traceback" not in ran.output
+    assert sorted(tmp_path.rglob("*")) == files  # status creates nothing
+    # a traffic path that is not the managed proxy's is a typo until proven otherwise
+    (tmp_path / "other").mkdir()
+    typo = _flywheel(tmp_path / "other")
+    (tmp_path / "other" / "traffic").rmdir()
+    tuneloop("status", typo).assert_input_error("flywheel.traffic.0", "does not exist")
+
+
+def test_an_audit_log_given_is_used_or_refused(tmp_path: Path) -> None:
+    """`status --audit-log PATH` ignored PATH before the first round (silently "not
+    measured"), and a missing PATH was not named."""
+    from ..installed import tuneloop
+
+    config = _flywheel(tmp_path)
+    missing = tuneloop("status", config, "--audit-log", tmp_path / "nope", cwd=tmp_path)
+    missing.assert_input_error("--audit-log", "nope")
+    log = sample_log(tmp_path / "audit", [1.0, 0.0, 1.0, 1.0])  # items q0..q3: not the suite's
+    ran = tuneloop("status", config, "--audit-log", log, cwd=tmp_path)
+    ran.assert_input_error(str(log), "none of the audit part's 48 items")

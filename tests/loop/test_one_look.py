@@ -4,10 +4,7 @@ tests/loop/fakeloop.py promotes once, then the suite is edited the ways a user w
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,27 +14,16 @@ from tuneloop.errors import InputError
 from tuneloop.gate.ledger import open_ledger
 from tuneloop.loop.layout import slice_ids
 
+from ..installed import tuneloop
 from . import fakeloop
 from .fakeloop import runner, write_config
 
-TUNELOOP = Path(sys.executable).parent / "tuneloop"
 EXAMPLE = Path(__file__).parents[2] / "examples" / "arith"
 
 
 @pytest.fixture(autouse=True)
 def _calls() -> None:
     fakeloop.CALLS.clear()
-
-
-def tuneloop(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """The installed script, as a user runs it."""
-    return subprocess.run(
-        [str(TUNELOOP), *map(str, args)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1"},
-        timeout=300,
-    )
 
 
 def promoted(tmp: Path) -> tuple[Path, Path]:
@@ -100,7 +86,7 @@ def test_editing_one_item_is_refused_before_compute_through_the_installed_script
     edit_answer(tmp_path / "suite.jsonl", item)
     for command in ("check", "run"):
         proc = tuneloop(command, config)
-        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.code == 2, proc.output
         assert "Traceback" not in proc.stderr
         assert "suite.item_changes (default): 1 item(s) of slice 'gate'" in proc.stderr
         assert item in proc.stderr and "refused before any phase ran" in proc.stderr
@@ -124,7 +110,7 @@ def test_a_new_revision_with_no_new_items_gives_no_second_look(tmp_path: Path) -
     rows = [json.loads(line) for line in suite.read_text().splitlines()]
     suite.write_text("".join(json.dumps({**r, "tags": ["retagged"]}) + "\n" for r in rows))
     proc = tuneloop("run", config)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.code == 2, proc.output
     assert "is fresh (0 fresh, " in proc.stderr and "already looked at" in proc.stderr
     assert "a new revision brings" not in proc.stderr
     assert n_verdicts(ledger) == 1 and fakeloop.CALLS == []
@@ -179,7 +165,7 @@ def test_reset_stays_the_only_way_to_look_again_and_is_logged(tmp_path: Path) ->
     with pytest.raises(InputError, match="tuneloop ledger reset"):
         runner(config, ["train.steps=3"]).run()
     proc = tuneloop("ledger", "reset", ledger, "--reason", "new holdout policy")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.code == 0, proc.stderr
     assert "one-look history reset by" in (ledger.parent / "EXPERIMENT-LOG.md").read_text()
     runner(config, ["train.steps=3"]).run()
     assert n_verdicts(ledger) == 2
@@ -189,10 +175,47 @@ def test_reset_stays_the_only_way_to_look_again_and_is_logged(tmp_path: Path) ->
 def test_ledger_consumed_shows_the_content_hash(tmp_path: Path) -> None:
     config, ledger = promoted(tmp_path)
     proc = tuneloop("ledger", "consumed", ledger, "--items")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.code == 0, proc.stderr
     item = a_gate_item(config)
     line = next(x for x in proc.stdout.splitlines() if x.startswith(f"{item} "))
     from tuneloop.suite import load_suite
 
     sha = load_suite(tmp_path / "suite.jsonl").by_id()[item].content_sha256
     assert f"content {sha[:12]}" in line
+
+
+def test_a_renewed_item_is_judged_and_other_changes_are_still_refused(tmp_path: Path) -> None:
+    """`tuneloop ledger renew` records one change with a reason; `suite.item_changes` stays
+    `refuse`, so every other change is still refused at check and run."""
+    config, ledger = promoted(tmp_path)
+    suite = tmp_path / "suite.jsonl"
+    original = suite.read_text()
+    one, two = slice_ids(load_config(config), "gate")[:2]
+    edit_answer(suite, one)
+    edit_answer(suite, two)
+    new = add_items(suite, 40)
+    check = tuneloop("check", config, "gate.min_items=5")
+    check.assert_input_error("suite.item_changes", one, two, "tuneloop ledger renew")
+    renew = tuneloop(
+        "ledger", "renew", ledger, "--suite", suite, "--item", one, "--reason", "typo fixed"
+    )
+    assert renew.code == 0, renew.output
+    check = tuneloop("check", config, "gate.min_items=5")
+    check.assert_input_error("suite.item_changes", "1 item(s)", two)
+    assert f"{one}" not in check.stderr.split("already looked at:", 1)[1]
+    with pytest.raises(InputError, match=two):
+        runner(config, ["gate.min_items=5"]).run()
+    assert fakeloop.CALLS == []
+
+    suite.write_text(original)  # `two` restored; `one` holds exactly its renewed content
+    edit_answer(suite, one)
+    add_items(suite, 40)
+    assert tuneloop("check", config, "gate.min_items=5").code == 0
+    runner(config, ["gate.min_items=5"]).run()
+    judged = set(verdict(tmp_path)["item_ids"])
+    assert one in judged and judged - {one} <= set(new)
+    with open_ledger(ledger) as db:
+        (change,) = db.item_changes()  # the renewal; the run recorded no other
+    assert change.item_id == one and change.run_id == "" and "typo fixed" in change.reason
+    log = (ledger.parent / "EXPERIMENT-LOG.md").read_text()
+    assert "renewed as new items" in log and "typo fixed" in log

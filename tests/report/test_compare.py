@@ -16,6 +16,8 @@ from tuneloop.report import DeltaReport, compare
 from tuneloop.report.command import compare as compare_cmd
 from tuneloop.report.command import power as power_cmd
 
+from ..installed import tuneloop
+
 Make = Callable[..., Path]
 
 
@@ -86,3 +88,18 @@ def test_power_command(make_log: Make) -> None:
     )
     assert res.exit_code == 0, res.output
     assert "items needed to detect Δ = 0.03" in res.output and "measured" in res.output
+
+
+def test_compare_never_writes_over_a_log_it_reads(make_log: Make, tmp_path: Path) -> None:
+    """`compare PRE POST --out R --html POST/samples.jsonl` replaced the post log with HTML,
+    exit 0; an output that resolves to an input (or to another output) is refused, exit 2,
+    before anything is written."""
+    pre, post = _logs(make_log)
+    before = (post / "samples.jsonl").read_bytes()
+    out = tmp_path / "r"
+    for target in (post / "samples.jsonl", pre / "summary.json"):
+        ran = tuneloop("compare", pre, post, "--out", out, "--html", target, cwd=tmp_path)
+        ran.assert_input_error("--html", "is the input")
+    ran = tuneloop("compare", pre, post, "--out", out, "--html", out / "delta.md", cwd=tmp_path)
+    ran.assert_input_error("--html", "is also --out")
+    assert (post / "samples.jsonl").read_bytes() == before and not out.exists()

@@ -11,6 +11,8 @@ import pytest
 from tuneloop.errors import InputError
 from tuneloop.suite import load_suite
 
+from ..installed import tuneloop
+
 
 def write(path: Path, rows: Sequence[object]) -> Path:
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
@@ -128,3 +130,17 @@ def test_the_content_hash_covers_what_is_judged_and_not_tags(tmp_path: Path) -> 
     # the effective scorer is content: a new default scorer changes what is judged
     assert _hash(tmp_path, base, default_scorer="exact") != sha
     assert _hash(tmp_path, {**base, "scorer": "numeric"}) == sha
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_item(tmp_path: Path) -> None:
+    """A suite saved by a Windows editor starts with a UTF-8 BOM: it was refused with Python's
+    advice ("decode using utf-8-sig"); the items and revision are the file's without it."""
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text('{"id": "a", "prompt": "1 + 1?", "answer": "2"}\n')
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert load_suite(bom).revision == load_suite(plain).revision
+    missing = tmp_path / "ledger.db"
+    ran = tuneloop("ledger", "renew", missing, "--suite", bom, "--item", "a", "--reason", "x")
+    ran.assert_input_error(str(missing), "no ledger here")  # the suite was read
+    assert "utf-8-sig" not in ran.output and not missing.exists()

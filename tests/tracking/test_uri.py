@@ -3,6 +3,7 @@ and `tuneloop check` (the installed script) naming the key and line of a bad one
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +100,48 @@ def test_check_accepts_the_default_store_and_prints_it(project: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "mlflow: default" in done.stdout and "registered_model: arith" in done.stdout
     assert not (project / "archive").exists()  # nothing written, no store created
+
+
+def test_databricks_is_accepted_as_the_message_says(project: Path) -> None:
+    """Issue 25 item 15: `databricks` was listed as known and refused."""
+    for uri in ("databricks", "databricks://prod"):
+        done, _ = check(project, f"tracking:\n  mlflow: {uri}\n")
+        assert done.returncode == 0, done.stderr
+    assert check_uri("databricks", project) == ([], [])
+
+
+def test_a_missing_database_driver_names_what_to_install(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25 item 15: a postgresql:// store with no psycopg2 passed check and failed at
+    the write; check names the package, and shows the URI with its password masked."""
+    monkeypatch.setitem(sys.modules, "psycopg2", None)
+    errors, _ = check_uri("postgresql://u:pw123@db.internal/mlflow", project)
+    assert errors == [
+        "'postgresql://u:<SECRET>@db.internal/mlflow' is a postgresql store, whose database "
+        "driver is not installed: pip install psycopg2-binary (or name an installed driver in "
+        "the scheme, e.g. postgresql+DRIVER://)"
+    ]
+    monkeypatch.setitem(sys.modules, "pymysql", None)
+    (error,) = check_uri("mysql+pymysql://u@db/m", project)[0]
+    assert "pip install PyMySQL" in error
+    done, text = check(project, "tracking:\n  mlflow: mssql+pymssql://u:pw123@db/m\n")
+    if importlib.util.find_spec("pymssql") is None:
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        line = line_of(text, "  mlflow:")
+        assert f"tracking.mlflow (line {line}):" in done.stderr
+        assert "pip install pymssql" in done.stderr
+    assert "pw123" not in done.stdout + done.stderr
+
+
+def test_a_relative_sqlite_store_is_warned_about(project: Path) -> None:
+    """`sqlite:///mlflow.db` is opened in the folder `run` starts in, not beside loop.yaml:
+    two runs from two folders would write two stores. A warning, naming the fix."""
+    done, text = check(project, "tracking:\n  mlflow: sqlite:///mlflow.db\n")
+    assert done.returncode == 0, done.stderr
+    line = line_of(text, "  mlflow:")
+    assert f"warning: tracking.mlflow (line {line}): 'sqlite:///mlflow.db' is a relative" in (
+        done.stderr
+    )
+    assert "sqlite:////abs/path/mlflow.db" in done.stderr
+    assert check_uri(f"sqlite:///{project}/mlflow.db", project) == ([], [])

@@ -7,13 +7,18 @@ calls run in a thread pool, once per module (each is a fresh interpreter).
 
 from __future__ import annotations
 
+import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tuneloop.config import load_config
@@ -95,3 +100,41 @@ def test_refusals_write_nothing(runs: dict[str, object]) -> None:
     assert [p.name for p in (tmp / "foreign").iterdir()] == ["keep.txt"]
     assert (tmp / "good" / "index.html").is_file()
     assert sorted(p.name for p in tmp.iterdir()) == ["foreign", "good", "junk.db"]
+
+
+@contextmanager
+def serving_view(*args: str) -> Iterator[str]:
+    """`tuneloop view ARGS --serve --port 0` as a user starts it; yields its base URL."""
+    proc = subprocess.Popen(
+        [TUNELOOP, "view", *args, "--serve", "--port", "0"], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
+        assert found, line
+        yield found.group(1)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, rest = proc.communicate(timeout=30)
+        assert "Traceback" not in rest, rest
+
+
+def test_the_served_dashboard_refuses_a_rebound_host_and_never_makes_a_ledger(
+    world: Path, tmp_path: Path
+) -> None:
+    """Issue 25 defects 1 (the dashboard did not check Host: DNS rebinding) and 12 (a ledger
+    deleted while `view --serve` ran was re-created empty at the next page)."""
+    ledger = tmp_path / "ledger.db"
+    shutil.copyfile(ledger_path(load_config(world)), ledger)
+    with serving_view("--ledger", str(ledger)) as base:
+        page = httpx.get(f"{base}/")
+        assert page.status_code == 200 and page.headers["x-frame-options"] == "DENY"
+        rebound = httpx.get(f"{base}/", headers={"host": "evil.example:8150"})
+        assert rebound.status_code == 403 and "<table" not in rebound.text
+        ledger.unlink()
+        for leftover in tmp_path.glob("ledger.db-*"):  # SQLite's WAL files go with it
+            leftover.unlink()
+        gone = httpx.get(f"{base}/")
+        assert gone.status_code == 503 and f"{ledger}: no ledger here" in gone.text
+        assert not ledger.exists()

@@ -43,6 +43,10 @@ class ArchiveInput:
     max_copy_mb: float | None = None
     """Copied only when at most this large; a larger one keeps its original path in the
     config and is recorded by path and size in the manifest's `external_inputs[key]`."""
+    text: str | None = None
+    """Written under `name` instead of a copy of `path`: a config file whose relative paths
+    the caller resolved (a verbatim copy's relative paths would resolve against `inputs/`,
+    where the files they name are not)."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,11 @@ def archive_run(
 
     `skip` names entries at the top of `workdir` that are not part of the run. Never
     overwrites: an existing target is accepted only when it verifies and holds this run (a
-    resume after a crash between the rename and the phase record).
+    resume after a crash between the rename and the phase record). `target` must be one plain
+    folder name inside its root (no `..` anywhere in it): an archive is never written outside
+    the archive root, whatever the run's name.
     """
+    _contained(target)
     if target.exists():
         return _existing(target, run.run_id)
     tmp = target.with_name(f".{target.name}.partial")
@@ -107,6 +114,16 @@ def archive_run(
     return digest
 
 
+def _contained(target: Path) -> None:
+    """InputError unless `target` is a folder name under a path that climbs nowhere (the
+    config refuses such a run name at load, `config.base.SafeName`; this is the last guard)."""
+    if ".." in target.parts or target.name in ("", "."):
+        raise InputError(
+            f"archive {target}: not a folder inside the archive root (a run name with '..' or "
+            "'/' in it?); nothing written"
+        )
+
+
 def _copy_inputs(recipe: Recipe, dest: Path, run_name: str) -> dict[str, Any]:
     """Copy what a re-run needs and write `loop.yaml` pointing at the copies; return what is
     recorded instead of copied."""
@@ -119,7 +136,9 @@ def _copy_inputs(recipe: Recipe, dest: Path, run_name: str) -> dict[str, Any]:
             if size_mb > item.max_copy_mb:
                 external[item.key] = {"path": str(item.path), "size_mb": round(size_mb, 1)}
                 continue
-        if item.path.is_dir():
+        if item.text is not None:
+            atomic_write_text(dest / item.name, item.text)
+        elif item.path.is_dir():
             shutil.copytree(item.path, dest / item.name)
         else:
             shutil.copy2(item.path, dest / item.name)

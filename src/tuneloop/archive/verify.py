@@ -39,6 +39,9 @@ def verify_archive(folder: Path) -> list[str]:
     folder = Path(folder)
     problems: list[str] = []
     manifest_path = folder / MANIFEST
+    if not folder.is_dir():
+        what = "not found" if not folder.exists() else "not a folder"
+        raise InputError(f"{folder}: {what} (expected an archived run folder, ROOT/RUN_ID)")
     if not manifest_path.exists():
         raise InputError(f"{folder}: no {MANIFEST}; is this a tuneloop archive?")
     hash_file = folder / MANIFEST_HASH
@@ -46,9 +49,13 @@ def verify_archive(folder: Path) -> list[str]:
     if recorded != sha256_file(manifest_path):
         problems.append(f"{MANIFEST}: its sha256 does not match {MANIFEST_HASH}")
     try:
-        files = read_manifest(folder).files
+        manifest = read_manifest(folder)
     except InputError as err:
         return [*problems, str(err)]
+    files, run_id = manifest.files, manifest.run_id
+    if run_id is not None and (run_id in ("", ".", "..") or "/" in run_id or "\\" in run_id):
+        # its folder was <root>/<run_id>: a name that climbs (`../../x`) put it elsewhere
+        problems.append(f"{MANIFEST}: run id {run_id!r} is not one folder name under the root")
     listed = set()
     root = folder.resolve()
     for row in files:

@@ -13,7 +13,7 @@ setting (`suite.rolling`, `tuneloop.config.slicing`).
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tuneloop.config.base import ConfigPath, Section
 
@@ -54,12 +54,19 @@ class TriggersConfig(Section):
                 "no trigger is set: set at least one of min_new_labels, drift_psi, "
                 "accuracy_floor (or stop the watcher)"
             )
-        if len(set(self.features)) != len(self.features):
-            raise ValueError(f"features: a name is given twice ({self.features})")
-        reserved = {"tag", "prompt_words"} & set(self.features)
-        if reserved:
-            raise ValueError(f"features: {sorted(reserved)} are always measured; remove them")
         return self
+
+    @field_validator("features")
+    @classmethod
+    def _features(cls, features: list[str]) -> list[str]:
+        # a field's own rule, so that it is reported beside the other fields' errors (a
+        # model rule runs only once every field is valid: one more round of fixes)
+        if len(set(features)) != len(features):
+            raise ValueError(f"a name is given twice ({features})")
+        reserved = {"tag", "prompt_words"} & set(features)
+        if reserved:
+            raise ValueError(f"{sorted(reserved)} are always measured; remove them")
+        return features
 
 
 class ApprovalConfig(Section):

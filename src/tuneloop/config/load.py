@@ -3,8 +3,9 @@
 `load_yaml_model(path, Model)` reads the YAML, applies dotted command-line overrides
 (`train.steps=50`), resolves relative paths against the YAML file's folder (through the
 `ConfigPath` type), and validates. Every problem is collected and raised together as one
-`InputError`, each line naming the YAML path (and line, where the key exists in the file) and
-what was expected; unknown keys get "did you mean …". Nothing is written while loading.
+`InputError`, each line naming the YAML path (and line, where the key exists in the file;
+`(override)` for a value a command-line override set, never the line it replaced) and what
+was expected; unknown keys get "did you mean …". Nothing is written while loading.
 `loop.yaml` (`load_config`) and `corpus.yaml` both load through it.
 
 Schema and semantic errors in one report: a caller that checks more than the schema (the
@@ -119,7 +120,8 @@ def load_yaml_model(
         cfg = model.model_validate(data, context=context)
     except ValidationError as err:
         lines = line_map(node)
-        errors.extend(format_error(e, lines, model) for e in err.errors())
+        given = overridden(overrides)
+        errors.extend(format_error(e, lines, model, from_overrides=given) for e in err.errors())
         if semantic is not None:
             where = locator(lines, overrides)
             errors.extend(
@@ -135,15 +137,25 @@ def load_yaml_model(
 def locator(lines: dict[tuple[str, ...], int], overrides: list[str] | None) -> Callable[[str], str]:
     """A dotted key → `key (line n)`, or `key (override)` / `key (default)` where it is not in
     the file: how every error of a config names its place."""
-    overridden = {item.partition("=")[0] for item in overrides or []}
+    given = overridden(overrides)
 
     def where(key: str) -> str:
-        if key in overridden:
+        if _is_overridden(tuple(key.split(".")), given):
             return f"{key} (override)"
         line = lines.get(tuple(key.split(".")))
         return f"{key} (line {line})" if line else f"{key} (default)"
 
     return where
+
+
+def overridden(overrides: list[str] | None) -> frozenset[tuple[str, ...]]:
+    """The YAML paths the command-line overrides set (`train.steps=5` → `(train, steps)`)."""
+    return frozenset(tuple(item.partition("=")[0].split(".")) for item in overrides or [])
+
+
+def _is_overridden(loc: tuple[str, ...], given: frozenset[tuple[str, ...]]) -> bool:
+    """Whether the value at `loc` came from an override (it or a section above it)."""
+    return any(loc[: len(g)] == g for g in given)
 
 
 def _semantic_errors(
@@ -261,13 +273,19 @@ def format_error(
     lines: dict[tuple[str, ...], int],
     root: type[BaseModel],
     name: Callable[[tuple[str, ...]], str] = ".".join,
+    from_overrides: frozenset[tuple[str, ...]] = frozenset(),
 ) -> str:
     """One pydantic error as `where: what (got …)`; `name` spells a location (YAML path or
-    command-line option), `lines` adds the YAML line where known."""
+    command-line option), `lines` adds the YAML line where known, and a value that came from
+    a command-line override (`from_overrides`, as `overridden()` gives) is `key (override)`,
+    never the line of the file's value it replaced."""
     loc = tuple(str(p) for p in e["loc"] if not str(p).startswith("function-"))
     dotted = name(loc) if loc else "(top level)"
     line = lines.get(loc)
-    where = f"{dotted} (line {line})" if line else dotted
+    if loc and _is_overridden(loc, from_overrides):
+        where = f"{dotted} (override)"
+    else:
+        where = f"{dotted} (line {line})" if line else dotted
     kind = e["type"]
     if kind == "extra_forbidden":
         parent = _model_at(root, loc[:-1])

@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from tuneloop.config.base import ConfigPath, Section
+from tuneloop.config.base import ConfigPath, SafeName, Section
 from tuneloop.config.flywheel import FlywheelConfig
 from tuneloop.config.replay import ReplayConfig
 from tuneloop.config.slicing import SlicingConfig
@@ -303,8 +303,9 @@ class DataConfig(Section):
 
 
 class LoopConfig(Section):
-    name: str = "loop"
-    """Run name (used in the archive and ledger)."""
+    name: SafeName = "loop"
+    """Run name (used in the archive and ledger): one plain path component, since each run's
+    archive is the folder `<archive.root>/<name>-<time>/` (no `/`, `\\`, `..`)."""
     workdir: ConfigPath = Path("runs/loop")
     """Folder for this run's phases and state."""
     base_model: Literal["champion"] | ConfigPath

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from tuneloop.config.base import Section
 from tuneloop.errors import InputError
@@ -78,12 +78,15 @@ class SlicingConfig(Section):
         except InputError as err:
             raise ValueError(str(err).removeprefix("slices: ")) from None
 
-    @model_validator(mode="after")
-    def _fractions(self) -> SlicingConfig:
-        bad = {k: v for k, v in self.slices.items() if not 0 < v <= 1}
+    @field_validator("slices")
+    @classmethod
+    def _fractions(cls, slices: dict[str, float]) -> dict[str, float]:
+        # the field's own rule: its error names `suite.slices` (and its line or override),
+        # and the other settings are still checked beside it
+        bad = {k: v for k, v in slices.items() if not 0 < v <= 1}
         if bad:
             raise ValueError(f"slice fractions must be in (0, 1] (got {bad})")
-        total = sum(self.slices.values())
+        total = sum(slices.values())
         if total > 1 + 1e-9:
             raise ValueError(f"slice fractions must sum to ≤ 1 (got {total:g})")
-        return self
+        return slices

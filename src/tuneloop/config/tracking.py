@@ -10,16 +10,39 @@ A model only, a docstring under each field (as `config.models`); the loop's `tra
 `tuneloop.tracking`. The default store sits beside the gate ledger, not inside the workdir,
 for the ledger's reason: every round of a flywheel (each in its own workdir) writes to one
 registry, and clearing a workdir never clears it.
+
+A password in the URI (`postgresql://user:pw@host/db`) or a token in its query string is
+used to connect and never written or printed: `masked_uri` is the one function that masks
+it, applied where the URI enters a record — this section's serializer (so every dump of the
+config: `tuneloop check`'s output, the manifest, the archived loop.yaml, report.html), the
+tracking record and every message. Keep the password out of the file where the store allows
+it (`PGPASSWORD` or `~/.pgpass` for PostgreSQL, `MLFLOW_TRACKING_PASSWORD` /
+`MLFLOW_TRACKING_TOKEN` for a tracking server): an archived config holds the masked URI.
 """
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_serializer, field_validator
 
 from tuneloop.config.base import Section
+from tuneloop.envkeys import Redactor
 
 DEFAULT_STORE = "default"
 """`tracking.mlflow: default`: a SQLite store beside the gate ledger."""
+
+
+def masked_uri(text: str, uri: str | None = None) -> str:
+    """`text` (a URI, or a message holding one) with passwords and tokens masked: the userinfo
+    password, `?token=`/`password=`-style query values and any API key read in this process
+    become `<SECRET>` (`envkeys.Redactor`'s rules). With `uri`, its password is also masked
+    wherever it stands alone in `text` (a driver's error message may quote it)."""
+    try:
+        password = urlsplit(uri).password if uri else None
+    except ValueError:  # not a URL at all: nothing of it to mask
+        password = None
+    return Redactor((password,) if password else ()).text(text)
 
 
 class TrackingConfig(Section):
@@ -49,3 +72,7 @@ class TrackingConfig(Section):
         if not value:
             raise ValueError("expected a tracking URI or `default`, got an empty string")
         return DEFAULT_STORE if value.lower() in ("default", "local", "sqlite") else value
+
+    @field_serializer("mlflow")
+    def _masked(self, value: str | None) -> str | None:
+        return None if value is None else masked_uri(value)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tuneloop.errors import InputError
+from tuneloop.errors import InputError, refuse_overwriting_inputs
 
 corpus_app = typer.Typer(
     name="corpus",
@@ -37,8 +37,15 @@ def _parse_options(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def _same_as_any(path: Path, others: list[Path]) -> bool:
+    return any(path.resolve() == other.resolve() for other in others)
+
+
 def ingest(
-    files: Annotated[list[Path], typer.Argument(help="Trace files (JSONL).")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(help="Trace files (JSONL), or folders: their *.jsonl, oldest first."),
+    ],
     format: Annotated[
         str,
         typer.Option("--format", "-f", help="Ingester: openai_chat, claude_code, generic_jsonl."),
@@ -56,20 +63,38 @@ def ingest(
         bool, typer.Option(help="Scrub e-mails, secrets and IPs before writing.")
     ] = True,
 ) -> None:
-    """Convert trace files with one ingester; print lines read, records written, lines rejected."""
+    """Convert trace files with one ingester; print lines read, records written, lines rejected.
+
+    Refused (exit 2, nothing written): an output that is one of the inputs, and an ingest that
+    makes no record at all (an empty file, or the wrong --format)."""
     from rich.console import Console
 
-    from tuneloop.data.files import jsonl_bytes, write_files
+    from tuneloop.data.files import jsonl_bytes, source_files, write_files
     from tuneloop.data.ingest import ingest_files
     from tuneloop.scrub import Scrubber
 
     options = _parse_options(opt)
-    with Console(stderr=True).status(f"ingesting {len(files)} file(s) with {format}"):
-        traces, bad, report = ingest_files(format, files, options)
+    rejects = rejects or out.with_name(out.name.removesuffix(".jsonl") + ".rejects.jsonl")
+    inputs = [f for path in files for f in (source_files(path) if path.is_dir() else [path])]
+    if not inputs:
+        raise InputError(f"{', '.join(map(str, files))}: no *.jsonl file in the folder")
+    twice = next((f for i, f in enumerate(inputs) if _same_as_any(f, inputs[:i])), None)
+    if twice is not None:
+        raise InputError(f"{twice}: given twice; its records would be written twice")
+    refuse_overwriting_inputs([("--out", out), ("--rejects", rejects)], inputs)
+    with Console(stderr=True).status(f"ingesting {len(inputs)} file(s) with {format}"):
+        traces, bad, report = ingest_files(format, inputs, options)
     scrubber = Scrubber()
+    if not traces:
+        first = f"; {bad[0].file}:{bad[0].line}: {bad[0].reason}" if bad else ""
+        message = (
+            f"{', '.join(map(str, files))}: 0 records with --format {format} "
+            f"({report.lines_read} lines read, {report.rejected} rejected{first}); "
+            "nothing written"
+        )
+        raise InputError(scrubber.text(message) if scrub else message)
     rows = [(scrubber.trace(t) if scrub else t).to_json() for t in traces]
     reject_rows = [scrubber.value(r.to_json()) if scrub else r.to_json() for r in bad]
-    rejects = rejects or out.with_name(out.name.removesuffix(".jsonl") + ".rejects.jsonl")
     write_files({out: jsonl_bytes(rows), rejects: jsonl_bytes(reject_rows)})  # both or neither
     typer.echo(
         f"{report.lines_read} lines read, {report.traces} records written ({report.ingested} lines "

@@ -6,6 +6,9 @@ cut short. `write_files` writes every file to a temp file beside its target and 
 and only when all are complete renames them into place; on any error the temp files are
 removed and the error becomes an `InputError` (exit status 2) that names the path and says
 what is wrong in words ("disk is full"), instead of an OSError traceback.
+
+Before any of that, `ingest`, `corpus build` and `replay` refuse an output that is one of their
+inputs (`tuneloop.errors.refuse_overwriting_inputs`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -26,15 +30,42 @@ _WORDS = {
     errno.EACCES: "permission denied",
     errno.EPERM: "permission denied",
 }
+_PATH_WORDS = {
+    errno.EEXIST: "a folder on the path is a file",
+    errno.ENOTDIR: "a folder on the path is a file",
+    errno.EISDIR: "it is a folder, not a file",
+}
 
 
 def write_error(err: OSError, path: Path) -> InputError:
     """An OSError while writing `path`, as a one-line error a person can act on."""
+    if err.errno in _PATH_WORDS:
+        return InputError(
+            f"{path}: cannot write: {_PATH_WORDS[err.errno]}; no output was written (give "
+            "another output path)"
+        )
     what = _WORDS.get(err.errno or 0) or err.strerror or type(err).__name__
     return InputError(
         f"{path}: cannot write: {what}; no output was written (free space or fix "
         "the folder's permissions, then rerun)"
     )
+
+
+_ROTATED = re.compile(r"^(?P<stem>.+)-(?P<n>\d+)\.jsonl$")
+
+
+def source_files(path: Path) -> list[Path]:
+    """A source's files: the file itself, or a folder's `*.jsonl` oldest first — a rotated
+    log's `NAME-1.jsonl`, `NAME-2.jsonl`, … (in number order), then the live `NAME.jsonl`
+    (how `tuneloop proxy` and the embedded server rotate their traffic log)."""
+    if path.is_file():
+        return [path]
+
+    def order(p: Path) -> tuple[str, int]:
+        m = _ROTATED.match(p.name)
+        return (m["stem"], int(m["n"])) if m else (p.stem, 1 << 62)
+
+    return sorted(path.glob("*.jsonl"), key=order)
 
 
 def write_files(files: dict[Path, bytes]) -> None:

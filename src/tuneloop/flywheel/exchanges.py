@@ -13,25 +13,32 @@ A traffic log is JSON lines of two kinds, in `traffic.jsonl` and its rotations
 
 A timestamp is ISO 8601 (as `serve.traffic.log` writes it; no zone means UTC) or unix
 seconds; a streamed response (a list of `chat.completion.chunk` objects) takes its id from
-the first chunk.
+the first chunk. A text completion (`/v1/completions`: a request with a `prompt` and no
+`messages`) is an exchange too; its prompt counts as one user turn for drift.
 
-A line that does not parse is an error naming file:line — except an unterminated last line,
-which the writer may be in the middle of appending and which is skipped (it is read whole
-at the next look).
+One bad line never stops the reader: a line that does not parse (a torn line a crash left
+behind, invalid UTF-8) or is not an exchange or feedback line of the shapes above is skipped,
+counted in `Traffic.skipped` with its file:line and why, and warned about once per read —
+the flywheel keeps going on the rest of the log. An unterminated last line is not counted: the
+writer may be in the middle of appending it, and it is read whole at the next look.
 
-A "new labelled row" is an exchange of the log with at least one feedback line carrying a
-verdict or a correction, timed after the last round's start. Deliberately, the *label's* time
-counts, not the exchange's: an old exchange that got its thumbs-down after the last round
-began was unlabelled in that round's data, so its label is new evidence. Feedback for a
-completion id the log does not hold is counted apart (`orphans`), never as a label.
+A "new labelled row" is a chat exchange of the log with at least one feedback line carrying a
+verdict or a correction, timed after the last round's start — what the `openai_chat` ingester
+turns into a training row (it joins feedback to its exchange across the folder's files, in
+rotation order). Deliberately, the *label's* time counts, not the exchange's: an old exchange
+that got its thumbs-down after the last round began was unlabelled in that round's data, so its
+label is new evidence. Feedback for a completion id the log does not hold is counted apart
+(`orphans`), as is a label on a text completion (`untrainable`: the ingester makes no row of
+one); neither is a new label. Feedback naming one choice (`<id>#<n>`) labels its exchange.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -39,6 +46,7 @@ from typing import Any
 from tuneloop.errors import InputError
 
 _ROTATED = re.compile(r"traffic-(\d+)\.jsonl")
+_LOG = logging.getLogger("tuneloop.flywheel")
 
 
 @dataclass(frozen=True)
@@ -50,7 +58,23 @@ class Exchange:
     completion_id: str | None
     """The response's `id`, which feedback refers to."""
     request: dict[str, Any]
-    """The chat body as sent: `model`, `messages`, optional `metadata`."""
+    """The body as sent: `model`, `messages` (or a text completion's `prompt`), `metadata`."""
+    choices: int = 1
+    """How many choices the response holds (feedback may name one: `<id>#<n>`)."""
+
+    @property
+    def is_chat(self) -> bool:
+        """A chat exchange (`messages`), not a text completion (`prompt`)."""
+        return isinstance(self.request.get("messages"), list)
+
+    @property
+    def messages(self) -> list[Any]:
+        """The chat messages; a text completion's prompt as one user turn."""
+        if self.is_chat:
+            return list(self.request["messages"])
+        prompt = self.request.get("prompt")
+        parts = prompt if isinstance(prompt, list) else [prompt]
+        return [{"role": "user", "content": "\n".join(p for p in parts if isinstance(p, str))}]
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -82,6 +106,8 @@ class Traffic:
     feedback: list[FeedbackLine]
     files: list[Path]
     """The files read, oldest rotation first."""
+    skipped: list[str] = field(default_factory=list)
+    """Lines not read, each `file:line: why` (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +116,8 @@ class LabelCount:
     """Exchanges labelled after `since` (each counted once however many labels it got)."""
     orphans: int
     """Feedback lines after `since` for a completion id no exchange in the log has."""
+    untrainable: int = 0
+    """Labels after `since` on text completions (no training row is made of one)."""
 
 
 def traffic_files(paths: Sequence[Path]) -> list[Path]:
@@ -114,21 +142,30 @@ def traffic_files(paths: Sequence[Path]) -> list[Path]:
 
 
 def read_traffic(paths: Sequence[Path]) -> Traffic:
-    """Every exchange and feedback line of the logs; errors name file:line."""
+    """Every exchange and feedback line of the logs; bad lines skipped and counted."""
     files = traffic_files(paths)
     exchanges: list[Exchange] = []
     feedback: list[FeedbackLine] = []
+    skipped: list[str] = []
     for path in files:
-        for where, obj in _lines(path):
-            parsed = parse_line(obj, where)
+        for where, obj in _lines(path, skipped):
+            try:
+                parsed = parse_line(obj, where)
+            except InputError as err:
+                skipped.append(str(err))
+                continue
             if isinstance(parsed, Exchange):
                 exchanges.append(parsed)
             else:
                 feedback.append(parsed)
-    return Traffic(exchanges=exchanges, feedback=feedback, files=files)
+    if skipped:
+        _LOG.warning(
+            "traffic log: %d line(s) skipped, not read (first: %s)", len(skipped), skipped[0]
+        )
+    return Traffic(exchanges=exchanges, feedback=feedback, files=files, skipped=skipped)
 
 
-def _lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def _lines(path: Path, skipped: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
         data = path.read_bytes()
     except OSError as err:
@@ -137,18 +174,17 @@ def _lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     for lineno, chunk in enumerate(chunks, start=1):
         if not chunk.strip():
             continue
-        unterminated = lineno == len(chunks)
+        where = f"{path}:{lineno}"
         try:
             obj = json.loads(chunk.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            if unterminated:
-                return  # the writer is appending this line now
-            raise InputError(
-                f"{path}:{lineno}: not a JSON line of the traffic log ({err})"
-            ) from None
+            if lineno < len(chunks):  # else: the writer is appending this line now
+                skipped.append(f"{where}: not a JSON line (a torn line?) ({err})")
+            continue
         if not isinstance(obj, dict):
-            raise InputError(f"{path}:{lineno}: expected a JSON object")
-        yield f"{path}:{lineno}", obj
+            skipped.append(f"{where}: expected a JSON object")
+            continue
+        yield where, obj
 
 
 def parse_line(obj: dict[str, Any], where: str) -> Exchange | FeedbackLine:
@@ -157,11 +193,14 @@ def parse_line(obj: dict[str, Any], where: str) -> Exchange | FeedbackLine:
     if obj.get("type") == "feedback":
         return _feedback(obj, when, where)
     request, response = obj.get("request"), obj.get("response")
-    if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+    if not isinstance(request, dict) or not (
+        isinstance(request.get("messages"), list) or "prompt" in request
+    ):
         raise InputError(
-            f"{where}: expected an exchange {{'timestamp', 'request': {{'messages': […]}}, "
-            '\'response\'}} or a line with "type": "feedback"'
+            f"{where}: expected an exchange {{'timestamp', 'request': {{'messages': […]}} (or "
+            "{'prompt'}), 'response'}} or a line with \"type\": \"feedback\""
         )
+    chunks = response if isinstance(response, list) else [response]
     if isinstance(response, list) and response:  # streamed: chat.completion.chunk objects
         response = response[0]
     completion_id = response.get("id") if isinstance(response, dict) else None
@@ -169,7 +208,19 @@ def parse_line(obj: dict[str, Any], where: str) -> Exchange | FeedbackLine:
         timestamp=when,
         completion_id=completion_id if isinstance(completion_id, str) else None,
         request=request,
+        choices=_choices(chunks),
     )
+
+
+def _choices(chunks: list[Any]) -> int:
+    """The number of choices of a response (or of its streamed chunks): distinct indexes."""
+    found = {
+        choice.get("index", k) if isinstance(choice, dict) else k
+        for chunk in chunks
+        if isinstance(chunk, dict) and isinstance(chunk.get("choices"), list)
+        for k, choice in enumerate(chunk["choices"])
+    }
+    return max(1, len(found))
 
 
 def _timestamp(value: Any, where: str) -> float:
@@ -194,10 +245,14 @@ def _feedback(obj: dict[str, Any], when: float, where: str) -> FeedbackLine:
     verdict, correction, score = obj.get("verdict"), obj.get("correction"), obj.get("score")
     if verdict not in (None, "up", "down"):
         raise InputError(f"{where}: feedback 'verdict' must be 'up', 'down' or null")
-    if correction is not None and not isinstance(correction, str):
-        raise InputError(f"{where}: feedback 'correction' must be a string or null")
-    if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-        raise InputError(f"{where}: feedback 'score' must be a number or null")
+    if correction is not None and (not isinstance(correction, str) or not correction):
+        raise InputError(f"{where}: feedback 'correction' must be a non-empty string or null")
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1
+    ):
+        raise InputError(f"{where}: feedback 'score' must be a number in [0, 1] or null")
+    if verdict is None and correction is None and score is None:
+        raise InputError(f"{where}: feedback carries no verdict, score or correction")
     return FeedbackLine(
         completion_id=completion_id,
         verdict=verdict,
@@ -209,11 +264,25 @@ def _feedback(obj: dict[str, Any], when: float, where: str) -> FeedbackLine:
 
 def count_new_labels(traffic: Traffic, since: float | None) -> LabelCount:
     """Exchanges labelled after `since` (all time when None); see the module docstring."""
-    known = {e.completion_id for e in traffic.exchanges if e.completion_id is not None}
+    chat = {e.completion_id for e in traffic.exchanges if e.completion_id and e.is_chat}
+    text = {e.completion_id for e in traffic.exchanges if e.completion_id and not e.is_chat}
+    choices = {e.completion_id: e.choices for e in traffic.exchanges if e.completion_id}
     fresh = [f for f in traffic.feedback if f.is_label and (since is None or f.timestamp > since)]
-    labelled = {f.completion_id for f in fresh if f.completion_id in known}
-    orphans = sum(1 for f in fresh if f.completion_id not in known)
-    return LabelCount(new=len(labelled), orphans=orphans)
+    ids = [_exchange_id(f.completion_id, choices) for f in fresh]
+    return LabelCount(
+        new=len({cid for cid in ids if cid in chat}),
+        orphans=sum(1 for cid in ids if cid not in chat and cid not in text),
+        untrainable=sum(1 for cid in ids if cid in text),
+    )
+
+
+def _exchange_id(cid: str, choices: dict[str, int]) -> str:
+    """The exchange a feedback id names: itself, or `<id>` of a choice id `<id>#<n>` when
+    that exchange has a choice n (as the ingester joins it)."""
+    base, sep, index = cid.rpartition("#")
+    if cid in choices or not (sep and index.isdigit() and base in choices):
+        return cid
+    return base if int(index) < choices[base] else cid
 
 
 def recent_exchanges(traffic: Traffic, since: float | None) -> list[Exchange]:

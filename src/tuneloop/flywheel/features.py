@@ -174,5 +174,5 @@ def measure_drift(
 ) -> list[FeatureDrift]:
     """Drift of recent exchanges against the training rows in `reference_rows` (None: none)."""
     ref = reference_features(reference_rows, features, tags) if reference_rows else []
-    rec = [request_features(e.request["messages"], e.metadata, features, tags) for e in recent]
+    rec = [request_features(e.messages, e.metadata, features, tags) for e in recent]
     return feature_drift(ref, rec, features)

@@ -22,7 +22,13 @@ def render_status(status: FlywheelStatus) -> str:
     lines = [_line("at", status.at)]
     champ = status.champion
     if champ is None:
-        lines.append(_line("champion", "none recorded (register one: tuneloop champion)"))
+        lines.append(
+            _line(
+                "champion",
+                "none yet: the first round records flywheel.bootstrap as champion v1 "
+                "(`tuneloop watch CONFIG`, or by hand `tuneloop run CONFIG --round next`)",
+            )
+        )
     else:
         run = f", run {champ.run_id}" if champ.run_id else ""
         lines.append(
@@ -33,19 +39,19 @@ def render_status(status: FlywheelStatus) -> str:
         )
     t = status.traffic
     round_text = (
-        f"since round {status.last_round} started {status.since}"
+        f"; {t.recent} since round {status.last_round} started {status.since}"
         if status.last_round
-        else "no round yet: all traffic is new"
+        else " (no round yet: all traffic is new)"
     )
-    lines.append(
-        _line(
-            "traffic", f"{t.exchanges} exchanges in {len(t.files)} files; {t.recent} {round_text}"
-        )
-    )
+    lines.append(_line("traffic", f"{t.exchanges} exchanges in {len(t.files)} files{round_text}"))
     orphans = (
         f" ({t.orphan_feedback} feedback lines for unknown completions)"
         if t.orphan_feedback
         else ""
+    )
+    lines.extend(
+        _line("", f"{path} does not exist yet: nothing served (`tuneloop watch` creates it)")
+        for path in t.missing
     )
     lines.append(_line("labels", f"{t.new_labels} new labelled rows{orphans}"))
     lines.extend(_drift_lines(status.drift))

@@ -15,7 +15,7 @@ the Wilson interval of `stats.wilson_interval` over items — the report's per-a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tuneloop import stats
 from tuneloop.config.flywheel import FlywheelConfig
+from tuneloop.errors import InputError
 from tuneloop.flywheel.exchanges import count_new_labels, read_traffic, recent_exchanges
 from tuneloop.flywheel.features import FeatureDrift, measure_drift, tag_index
 from tuneloop.flywheel.triggers import Observations, PacingState, TriggerDecision, evaluate_triggers
@@ -76,6 +77,12 @@ class TrafficSummary(_Part):
     """Exchanges labelled (verdict or correction) since the last round started."""
     orphan_feedback: int
     """Feedback lines since then for a completion id the logs do not hold."""
+    missing: list[str] = []
+    """`flywheel.traffic` paths that do not exist yet (the managed proxy's, before it ran)."""
+    skipped_lines: list[str] = []
+    """Log lines not read, each `file:line: why` (a torn line after a crash; never fatal)."""
+    untrainable_labels: int = 0
+    """Labels since then on text completions, which make no training row (not new labels)."""
 
 
 class FlywheelStatus(Record):
@@ -137,14 +144,28 @@ def current_champion(ledger_path: Path | None) -> ChampionStatus | None:
     )
 
 
-def audit_accuracy(log: Path, confidence: float = 0.95) -> AuditAccuracy:
-    """Mean item score and its Wilson interval from an audit-part sample log."""
+def audit_accuracy(
+    log: Path, audit_ids: Collection[str] | None = None, confidence: float = 0.95
+) -> AuditAccuracy:
+    """Mean item score and its Wilson interval from a sample log, over the audit part's items
+    of it (`audit_ids`; None: every item of the log). A round's log holds its gate slice
+    too: those items are left out, so the figure is the audit part's alone."""
     from tuneloop.samplelog import load_sample_log, score_grid
 
     summary, rows = load_sample_log(log)
+    ids = summary.item_ids
+    if audit_ids is not None:
+        wanted = set(audit_ids)
+        ids = [i for i in ids if i in wanted]
+        rows = [r for r in rows if r.item_id in wanted]
+        if not ids:
+            raise InputError(
+                f"{log}: the sample log holds none of the audit part's {len(wanted)} items "
+                "(--audit-log: give the champion's log on the audit part)"
+            )
     n_samples = summary.sampling.n_samples
-    grid = score_grid(rows, summary.item_ids, n_samples, str(log))
-    items = len(summary.item_ids)
+    grid = score_grid(rows, ids, n_samples, str(log))
+    items = len(ids)
     per_item = grid.values.mean(axis=1)
     successes = min(float(per_item.sum()), float(items))
     return AuditAccuracy(
@@ -163,20 +184,29 @@ def gather_status(
     ledger_path: Path | None,
     last_round: LastRound | None,
     suite: Sequence[SuiteItem] = (),
+    audit_ids: Collection[str] | None = None,
+    audit_log: Path | None = None,
     pacing: PacingState | None = None,
     now: float,
 ) -> FlywheelStatus:
-    """One read-only look (see the module docstring); `suite` items give requests a tag."""
+    """One read-only look (see the module docstring); `suite` items give requests a tag;
+    `audit_ids` are the audit part's items (`suite.rolling`), the only ones the accuracy is
+    computed on (None: every item of the log); `audit_log` (`status --audit-log`) replaces
+    the last round's sample log, also before any round."""
     since = last_round.started_at if last_round else None
     if pacing is None:
         pacing = PacingState(last_round_at=since)
-    traffic = read_traffic(flywheel.traffic)
+    # a path not there yet (the managed proxy's folder, which the watcher creates) is a
+    # flywheel that has served nothing, not a broken one; `status` refuses any other
+    missing = [str(p) for p in flywheel.traffic if not Path(p).exists()]
+    traffic = read_traffic([p for p in flywheel.traffic if str(p) not in missing])
     labels = count_new_labels(traffic, since)
     recent = recent_exchanges(traffic, since)
     features = flywheel.triggers.features
     reference = last_round.training_rows if last_round else None
     drift = measure_drift(reference, recent, features=features, tags=tag_index(suite))
-    audit = audit_accuracy(last_round.audit_log) if last_round and last_round.audit_log else None
+    log = audit_log or (last_round.audit_log if last_round else None)
+    audit = audit_accuracy(log, audit_ids) if log is not None else None
     observed = Observations(
         new_labels=labels.new,
         recent_requests=len(recent),
@@ -195,6 +225,9 @@ def gather_status(
             recent=len(recent),
             new_labels=labels.new,
             orphan_feedback=labels.orphans,
+            missing=missing,
+            skipped_lines=traffic.skipped,
+            untrainable_labels=labels.untrainable,
         ),
         drift=drift,
         audit=audit,

@@ -113,7 +113,10 @@ def approve(run_id: str, ledger_path: Path) -> int:
     """Promote the challenger of `run_id`'s awaiting verdict; returns the new champion version."""
     ledger_path = Path(ledger_path)
     if not ledger_path.exists():
-        raise InputError(f"{ledger_path}: no ledger here; `tuneloop gate` creates it")
+        raise InputError(
+            f"{ledger_path}: no ledger here; a gate (the loop's gate phase, or `tuneloop "
+            "gate`) creates it"
+        )
     with open_ledger(ledger_path) as ledger, ledger.transaction():
         stored = ledger.verdict(run_id)
         if stored is None:

@@ -213,7 +213,11 @@ class _Looks:
         looks to record as reuse and the item changes to record."""
         revision = evidence.suite_revision
         hashes = self.contents or {}
-        status = classify({i: hashes.get(i) for i in item_ids}, ledger.item_looks(item_ids))
+        status = classify(
+            {i: hashes.get(i) for i in item_ids},
+            ledger.item_looks(item_ids),
+            ledger.renewed_items(item_ids),
+        )
         if status.changed and not self.changes_are_new and not self.allow_reuse:
             ids = sorted(status.changed)
             raise InputError(
@@ -250,7 +254,7 @@ class _Looks:
                     revision,
                     run,
                     at,
-                    "suite.item_changes: new (declared in the loop config)",
+                    "declared new with suite.item_changes: new (tuneloop gate --item-changes new)",
                 )
                 for i, look in status.changed.items()
             ]

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tuneloop.config import LoopConfig, load_config
-from tuneloop.errors import EXIT_PHASE_FAILED, PhaseFailed
+from tuneloop.errors import EXIT_PHASE_FAILED, InputError, PhaseFailed
 from tuneloop.loop.layout import RunLayout
 from tuneloop.loop.preflight import check_before_compute
 from tuneloop.loop.rounds import preflight_errors
@@ -36,11 +36,13 @@ def run(
         typer.Option(
             "--round",
             help="Run a flywheel round: `next` (resume the latest unfinished one, or start "
-            "one) or an id like r0003; implied by base_model: champion.",
+            "one) or a known round's id like r0003 (resumed, or its end re-reported); "
+            "implied by base_model: champion.",
         ),
     ] = None,
     trigger_file: Annotated[
-        Path | None, typer.Option(help="JSON object: why this round runs (recorded with it).")
+        Path | None,
+        typer.Option(help="JSON object: why this round runs (recorded with it); rounds only."),
     ] = None,
 ) -> None:
     """Run every phase of loop.yaml in order; finished phases are skipped on re-run.
@@ -55,7 +57,13 @@ def run(
     )
     selection = Selection(from_phase=from_phase, only=only)
     selection.validate()
-    if round_id is not None or cfg.base_model == "champion":
+    as_round = round_id is not None or cfg.base_model == "champion"
+    if trigger_file is not None and not as_round:
+        raise InputError(
+            "--trigger-file: only a flywheel round records a trigger (add --round next, or "
+            "use base_model: champion)"
+        )
+    if as_round:
         raise typer.Exit(
             _run_round(cfg, config, overrides, selection, round_id, trigger_file, plan)
         )

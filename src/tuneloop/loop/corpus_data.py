@@ -107,8 +107,11 @@ def replay_problems(cfg: LoopConfig) -> list[tuple[str, str]]:
     composite training needs but cannot have."""
     r, c = cfg.replay, cfg.train.composite
     found = []
-    if r.teachers is None and r.model_fields_set - {"teachers"}:
-        keys = ", ".join(sorted(r.model_fields_set))
+    # settings that differ from their defaults, not merely present: a resolved config
+    # (`tuneloop check`'s output, an archive's inputs/loop.yaml) spells every default out
+    given = sorted(r.model_dump(exclude_defaults=True))
+    if r.teachers is None and given:
+        keys = ", ".join(given)
         found.append(("replay.teachers", f"the replay phase needs a teachers file (set: {keys})"))
     if r.teachers is not None and r.traces is None and cfg.data.corpus is None:
         found.append(

@@ -59,15 +59,20 @@ def _output_hash(state: RunState, phase: str, path: Path) -> str | None:
 def archive_recipe(cfg: LoopConfig) -> Recipe:
     """What a re-run of this round needs, and the config keys that name it."""
     from tuneloop.archive import MAX_MODEL_COPY_MB, ArchiveInput, Recipe
+    from tuneloop.data.corpus.config import resolved_corpus_yaml
+    from tuneloop.replay.teachers import resolved_teachers_yaml
 
     inputs = [ArchiveInput("suite.path", cfg.suite.path, "suite.jsonl")]
     notes: dict[str, str] = {}
     if cfg.train.data is not None:
         inputs.append(ArchiveInput("train.data", cfg.train.data, "train_data.jsonl"))
     if cfg.data.corpus is not None:
-        inputs.append(ArchiveInput("data.corpus", cfg.data.corpus, "corpus.yaml"))
+        text = resolved_corpus_yaml(cfg.data.corpus)  # its relative paths made absolute
+        inputs.append(ArchiveInput("data.corpus", cfg.data.corpus, "corpus.yaml", text=text))
     if cfg.replay.teachers is not None:
-        inputs.append(ArchiveInput("replay.teachers", cfg.replay.teachers, "teachers.yaml"))
+        text = resolved_teachers_yaml(cfg.replay.teachers)
+        teachers = ArchiveInput("replay.teachers", cfg.replay.teachers, "teachers.yaml", text=text)
+        inputs.append(teachers)
         notes["replay_teachers"] = "embedded teachers in teachers.yaml name original paths"
     if cfg.replay.traces is not None:
         inputs.append(ArchiveInput("replay.traces", cfg.replay.traces, "replay_traces.jsonl"))

@@ -12,7 +12,8 @@ The loop's side of "a verdict belongs to its evidence" (docs/design.md):
   evaluation must have been sealed with the bar the config asks for now. Otherwise the run is
   refused before training, saying how many items are fresh and how many already looked at.
 - `gate_items` — what the gate judges: the slice's items the champion's evaluation covers,
-  less those an earlier verdict looked at (all of them only with `gate.allow_slice_reuse`).
+  less those an earlier verdict looked at (all of them only with `gate.allow_slice_reuse`);
+  `next_gate_items`, the same for the next run (what the preflight power warning counts).
 - `check_verdict_matches` — the capstone and archive describe only the verdict whose evidence
   is this workdir's own logs.
 - `run_promote` — the round's last phase: the challenger is verified in its final place (the
@@ -25,10 +26,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuneloop.config import LoopConfig
+from tuneloop.config import LoopConfig, SuiteConfig
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.gate.ledger import SealedBar, open_ledger
-from tuneloop.gate.looks import SliceLooks, classify, counts, name_ids
+from tuneloop.gate.looks import Advice, SliceLooks, changed_message, classify, refusal
 from tuneloop.gate.verdict_record import items_sha256
 from tuneloop.loop.context import MERGED_MODEL, PhaseContext, model_identity
 from tuneloop.loop.layout import (
@@ -71,17 +72,29 @@ def gate_items(
     return slice_looks(cfg, view, ids, except_run=run_id).judgeable(_changes_are_new(cfg))
 
 
+def next_gate_items(cfg: LoopConfig) -> list[str]:
+    """What a new decision would judge: the gate slice's fresh items, every look counted, as
+    `preflight_gate` counts them (all of them with `gate.allow_slice_reuse`). The preflight
+    power warning counts these."""
+    view = suite_view(cfg)
+    ids = view.slices[cfg.gate.slice]
+    if cfg.gate.allow_slice_reuse:
+        return ids
+    return slice_looks(cfg, view, ids).judgeable(_changes_are_new(cfg))
+
+
 def slice_looks(
     cfg: LoopConfig, view: SuiteView, ids: list[str], except_run: str | None = None
 ) -> SliceLooks:
     """`ids` by one-look status in the ledger (all fresh when there is no ledger yet: the file
-    is not created)."""
+    is not created); an item renewed with `tuneloop ledger renew` to its content now is fresh."""
     db = ledger_path(cfg)
-    looks = {}
-    if db.exists():
-        with open_ledger(db) as ledger:
-            looks = ledger.item_looks(ids, except_run=except_run)
-    return classify(view.contents(ids), looks)
+    if not db.exists():
+        return classify(view.contents(ids), {})
+    with open_ledger(db) as ledger:
+        looks = ledger.item_looks(ids, except_run=except_run)
+        renewed = ledger.renewed_items(ids)
+    return classify(view.contents(ids), looks, renewed)
 
 
 def _changes_are_new(cfg: LoopConfig) -> bool:
@@ -173,50 +186,41 @@ def changed_items_problem(
     if _changes_are_new(cfg) or not db.exists():
         return None
     view = view or suite_view(cfg)
-    name = cfg.gate.slice
-    status = status or slice_looks(cfg, view, view.slices[name])
+    status = status or slice_looks(cfg, view, view.slices[cfg.gate.slice])
     if not status.changed:
         return None
-    ids = sorted(status.changed)
-    return (
-        f"{len(ids)} item(s) of slice {name!r} (suite revision {view.revision[:12]}) changed "
-        f"content under an id a verdict in {db} already looked at: {name_ids(ids)}. A changed "
-        "reference under a consumed id is how a holdout leaks; refused before any phase ran. "
-        "Restore their content, give them new ids, or declare them new items with "
-        "`suite.item_changes: new` (recorded in the ledger and the experiment log)"
-    )
+    return changed_message(status, _where(cfg, view), db, _suite_args(cfg), Advice())
+
+
+def _suite_args(cfg: LoopConfig) -> str:
+    """The suite as `tuneloop ledger renew` needs it: path, and a default scorer not its own
+    (the content hash covers each item's effective scorer)."""
+    scorer = cfg.suite.default_scorer
+    same = scorer == SuiteConfig.model_fields["default_scorer"].default
+    return str(cfg.suite.path) + ("" if same else f" --default-scorer {scorer}")
+
+
+def _where(cfg: LoopConfig, view: SuiteView) -> str:
+    return f"slice {cfg.gate.slice!r} (suite revision {view.revision[:12]})"
 
 
 def _check_fresh_items(cfg: LoopConfig) -> None:
+    """The one refusal `tuneloop gate` gives too (`tuneloop.gate.looks.refusal`)."""
     db = ledger_path(cfg)
     if not db.exists():
         return
     view = suite_view(cfg)
-    name, wanted = cfg.gate.slice, view.slices[cfg.gate.slice]
-    status = slice_looks(cfg, view, wanted)
-    where = f"slice {name!r} (suite revision {view.revision[:12]})"
-    problem = changed_items_problem(cfg, view, status)
+    problem = refusal(
+        slice_looks(cfg, view, view.slices[cfg.gate.slice]),
+        where=_where(cfg, view),
+        ledger=db,
+        suite=_suite_args(cfg),
+        changes_are_new=_changes_are_new(cfg),
+        min_items=cfg.gate.min_items,
+    )
     if problem:
-        raise InputError(f"suite.item_changes (config): {problem}")
-    fresh = status.judgeable(_changes_are_new(cfg))
-    looked = status.consumed
-    if not fresh:
-        runs = sorted({look.run_id for look in looked.values()})
-        raise InputError(
-            f"gate.slice (config): none of the {len(wanted)} items of {where} is fresh "
-            f"({counts(status)}): a verdict in {db} (runs {', '.join(runs)}) already looked "
-            "at them, and a gate item is looked at once, whatever the suite revision; refused "
-            "before any phase ran. To decide again, add items with new ids to the suite (the "
-            "gate judges only those), or reset the one-look history on purpose with "
-            f"`tuneloop ledger reset {db} --reason '...'` (recorded in the experiment log)"
-        )
-    if looked and len(fresh) < cfg.gate.min_items:  # a whole slice below it: the rule's reject
-        raise InputError(
-            f"gate.min_items (config): the gate would judge only the {len(fresh)} fresh items "
-            f"of {where} ({counts(status)}), fewer than gate.min_items {cfg.gate.min_items}, "
-            "so it could only reject; refused before any phase ran. Add items with new ids "
-            "to the suite, or lower gate.min_items"
-        )
+        key, message = problem
+        raise InputError(f"{key} (config): {message}")
 
 
 # ---- inside phases -------------------------------------------------------------------------

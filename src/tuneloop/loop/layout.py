@@ -24,6 +24,7 @@ from pathlib import Path
 
 from tuneloop.archive import ARCHIVED_FILE
 from tuneloop.config import LoopConfig
+from tuneloop.config.base import check_path_component
 from tuneloop.gate.seal import SEAL_FILE
 from tuneloop.records.train_metrics import METRICS_FILE
 from tuneloop.samplelog import SUMMARY_FILE
@@ -258,7 +259,8 @@ def archive_root(cfg: LoopConfig) -> Path:
 
 
 def archive_dir(cfg: LoopConfig, run_id: str) -> Path:
-    return archive_root(cfg) / run_id
+    """`<archive root>/<run_id>`; InputError when the run id could leave the root (`../x`)."""
+    return archive_root(cfg) / check_path_component(run_id, "run id (the config's `name`)")
 
 
 def ledger_path(cfg: LoopConfig) -> Path:

@@ -10,12 +10,20 @@ from tuneloop.loop.state import RunState
 from tuneloop.records import read_record, read_record_if_exists
 from tuneloop.tracking import TrackingRecord
 
+RETRY_RUN = "the next `tuneloop run` retries"
+"""What retries a failed MLflow write of a loop run: its `track` phase runs again in place."""
+RETRY_ROUND = "a flywheel round that has ended is not run again, so nothing retries it"
+"""A round's: `--round rNNNN` only re-reports a round that has ended."""
 
-def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: float) -> int:
+
+def print_outcome(
+    cfg: LoopConfig, state: RunState, wall_s: float, phase_s: float, retry: str = RETRY_RUN
+) -> int:
     """Print the verdict and where to look; return the exit status (0 promote, 1 otherwise).
 
     `phase_s` is the time spent inside phases run by this invocation; the rest of `wall_s`
-    is orchestration (hashing inputs and outputs, state writes, skips).
+    is orchestration (hashing inputs and outputs, state writes, skips). `retry` says what
+    retries a failed MLflow write (`RETRY_RUN`, or `RETRY_ROUND` for a flywheel round).
     """
     console = Console()
     work = sum(r.duration_s or 0.0 for r in state.phases.values() if r.status == "done")
@@ -28,7 +36,7 @@ def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: floa
     run = RunLayout(cfg.workdir)
     if run.capstone_md.exists():
         console.print(f"report: {run.capstone_md}")
-    _print_tracking(cfg, console)
+    _print_tracking(cfg, console, retry)
     verdict_path = run.verdict
     if not cfg.gate.enabled or not verdict_path.exists():
         console.print(f"gate: off; phase work {work:.1f}s")
@@ -49,7 +57,7 @@ def print_outcome(cfg: LoopConfig, state: RunState, wall_s: float, phase_s: floa
     return 1
 
 
-def _print_tracking(cfg: LoopConfig, console: Console) -> None:
+def _print_tracking(cfg: LoopConfig, console: Console, retry: str) -> None:
     """The MLflow mirror's state (`tracking.mlflow`), repeated here so a failure is not missed."""
     path = RunLayout(cfg.workdir).tracking
     rec = read_record_if_exists(path, TrackingRecord) if cfg.tracking.mlflow else None
@@ -58,7 +66,7 @@ def _print_tracking(cfg: LoopConfig, console: Console) -> None:
     if rec.status == "failed":
         line = (
             f"mlflow: not written (attempt {rec.attempts}; the ledger is the source of truth; "
-            f"the next `tuneloop run` retries): {path}"
+            f"{retry}): {path}"
         )
         console.print(line, style="yellow", markup=False, highlight=False, soft_wrap=True)
         return

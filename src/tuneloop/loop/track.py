@@ -23,6 +23,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tuneloop.config import LoopConfig
+from tuneloop.config.tracking import masked_uri
 from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.track_facts import champion_run, round_facts, tracking_names, tracking_uri
 from tuneloop.records import read_record_if_exists, write_record
@@ -47,7 +48,8 @@ def run_track(ctx: PhaseContext) -> None:
     )
     if record.status == "failed":
         console.print(
-            f"warning: tracking: the MLflow write to {uri} failed ({record.error}); the run "
+            f"warning: tracking: the MLflow write to {record.tracking_uri} failed "
+            f"({record.error}); the run "
             "goes on and the ledger stays the source of truth; recorded in "
             f"{ctx.folder / TRACKING_FILE}, retried by the next `tuneloop run`",
             style="yellow",
@@ -59,7 +61,8 @@ def run_track(ctx: PhaseContext) -> None:
         where = f"{record.registered_model} v{record.model_version}" if record.model_version else ""
         aliases = " ".join(f"@{a}" for a in record.aliases)
         console.print(
-            f"tracking: MLflow run {record.mlflow_run_id} in {uri} {where} {aliases}".rstrip(),
+            f"tracking: MLflow run {record.mlflow_run_id} in {record.tracking_uri} {where} "
+            f"{aliases}".rstrip(),
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -77,7 +80,9 @@ def tracking_retry(cfg: LoopConfig, folder: Path) -> str | None:
     if record.status == "failed":
         return f"the last MLflow write failed ({(record.error or '')[:80]}); retrying"
     experiment, model, _ = tracking_names(cfg, folder.parent)
-    wanted = (tracking_uri(cfg), experiment, model if cfg.tracking.log_model else None)
+    # the record holds the URI masked (`masked_uri`), as every record does
+    uri = masked_uri(tracking_uri(cfg))
+    wanted = (uri, experiment, model if cfg.tracking.log_model else None)
     if (record.tracking_uri, record.experiment, record.registered_model) != wanted:
         return "tracking settings changed; writing to the configured store"
     if record.registered_model and champion_run(cfg) != record.ledger_champion_run_id:

@@ -4,7 +4,8 @@
         --sample-fraction 0.25 --judge exact
 
 Its options are generated from `ReplayConfig` (loop.yaml's `replay:` keys, one definition).
-The teachers file is validated first, every problem at once (exit 2, nothing written);
+The teachers file is validated first, every problem at once (exit 2, nothing written), and
+an `--out` whose products would replace the traces or the teachers file is refused;
 rerunning with the same `--out` resumes, and pays only for calls not yet in `calls.jsonl`.
 Imports the runner only when the command runs, so `tuneloop --help` stays fast.
 """
@@ -17,7 +18,7 @@ import typer
 
 from tuneloop.config.options import settings_options
 from tuneloop.config.replay import ReplayConfig
-from tuneloop.errors import InputError, require_writable_dir
+from tuneloop.errors import InputError, refuse_overwriting_inputs, require_writable_dir
 
 
 @settings_options(ReplayConfig, param="settings")
@@ -27,7 +28,9 @@ def replay(
     settings: ReplayConfig,
 ) -> None:
     """Replay trace steps to teachers; writes sft.jsonl, dpo.jsonl, report.json/.md in --out."""
+    from tuneloop.replay.outputs import DPO_FILE, REPORT_FILE, REPORT_MD, SFT_FILE
     from tuneloop.replay.run import replay as run_replay
+    from tuneloop.replay.store import CALLS_FILE
     from tuneloop.replay.teachers import load_teachers
 
     missing = [
@@ -38,7 +41,16 @@ def replay(
     if missing:
         raise InputError(f"{' and '.join(missing)} required (or set them in loop.yaml's replay:)")
     assert settings.traces is not None and settings.teachers is not None
+    if settings.traces.is_dir():
+        raise InputError(
+            f"--traces {settings.traces}: is a folder; give the traces file "
+            "(`tuneloop ingest … --out FILE` writes one)"
+        )
     load_teachers(settings.teachers)  # every problem of the teachers file before anything else
+    products = (SFT_FILE, DPO_FILE, REPORT_FILE, REPORT_MD, CALLS_FILE)
+    refuse_overwriting_inputs(
+        [("--out", out / name) for name in products], [settings.traces, settings.teachers]
+    )
     require_writable_dir(out, "--out")
     result = run_replay(settings.traces, settings.teachers, out, settings)
     r = result.report

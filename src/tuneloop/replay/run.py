@@ -104,14 +104,21 @@ def replay(
         for t in teachers.teachers
     }
     redactor = Redactor(tuple(keys.values()))
+    records = read_traces(traces)
     steps, available = plan_steps(
-        read_traces(traces),
+        records,
         fraction=settings.sample_fraction,
         max_steps=settings.max_steps,
         seed=settings.seed,
         default_scorer=settings.default_scorer,
         include_sidechains=settings.include_sidechains,
     )
+    if not steps:  # never an empty replay with exit 0
+        why = "raise --sample-fraction or --max-steps" if available else "no assistant step"
+        raise InputError(
+            f"{traces}: 0 steps to replay ({len(records)} traces, {available} steps; {why}); "
+            "nothing written"
+        )
     _check_scorers(steps, settings)
     jobs = [_job(step, teacher, settings.seed) for step in steps for teacher in teachers.teachers]
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -12,8 +12,10 @@
 
 `load_teachers(path)` reports every problem at once, each with its YAML path and line: the
 schema's (unknown fields with did-you-mean, bad values, endpoint *and* embedded), a name
-given twice, and an `api_key_env` whose variable is unset or empty (checked when the run or
-`tuneloop check` happens, not stored). Relative `embedded` paths resolve against the file's
+given twice, an `embedded` folder that does not exist, and an
+`api_key_env` whose variable is unset or empty (checked when the run or `tuneloop check`
+happens, not stored) — the checks beyond the schema run on the raw entries, so a schema error
+in one teacher hides none of them. Relative `embedded` paths resolve against the file's
 folder, as in loop.yaml.
 """
 
@@ -23,6 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from tuneloop.config import ConfigPath, Section, read_yaml
@@ -103,8 +106,17 @@ class TeachersFile(Section):
         return {t.name: t for t in self.teachers}
 
 
+def resolved_teachers_yaml(path: Path) -> str:
+    """The teachers file at `path` as YAML with `embedded` folders absolute: a copy elsewhere
+    (an archive's `inputs/teachers.yaml`) names the same models."""
+    cfg = load_teachers(path, check_env=False)
+    return yaml.safe_dump(cfg.model_dump(mode="json", exclude_none=True), sort_keys=False)
+
+
 def load_teachers(path: Path, *, check_env: bool = True) -> TeachersFile:
-    """Read and validate a teachers file; one InputError listing every problem."""
+    """Read and validate a teachers file; one InputError listing every problem. `check_env`:
+    also what a run needs of this machine (each `api_key_env` set, each `embedded` folder a
+    model folder); False to read the file of a finished run."""
     path = Path(path)
     data, node = read_yaml(path, "teachers file")
     lines = line_map(node)
@@ -118,6 +130,7 @@ def load_teachers(path: Path, *, check_env: bool = True) -> TeachersFile:
     raw = raw if isinstance(raw, list) else []
     errors.extend(_duplicate_names(raw, lines))
     if check_env:
+        errors.extend(_missing_models(raw, lines, path.parent.resolve()))
         errors.extend(_missing_keys(raw, lines))
     if errors or cfg is None:
         raise InputError(f"{path}: {len(errors)} error(s)\n  " + "\n  ".join(errors))
@@ -143,6 +156,22 @@ def _duplicate_names(raw: list[Any], lines: dict[tuple[str, ...], int]) -> list[
             )
         else:
             first[name] = i
+    return out
+
+
+def _missing_models(raw: list[Any], lines: dict[tuple[str, ...], int], base: Path) -> list[str]:
+    """An `embedded` teacher whose folder is missing (its server would fail minutes into the
+    run)."""
+    out = []
+    for i, entry in enumerate(raw):
+        folder = entry.get("embedded") if isinstance(entry, dict) else None
+        if not isinstance(folder, str) or not folder:
+            continue
+        model = base / Path(folder).expanduser()
+        if model.is_dir():
+            continue
+        problem = "not found" if not model.exists() else "a file, expected a model folder"
+        out.append(f"{_where(lines, 'teachers', str(i), 'embedded')}: {model}: {problem}")
     return out
 
 

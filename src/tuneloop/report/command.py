@@ -33,16 +33,24 @@ def compare(
     """
     from rich.console import Console
 
-    from tuneloop.errors import require_writable_dir
-    from tuneloop.report.build import DELTA_FILE, MARKDOWN_FILE
+    from tuneloop.errors import refuse_overwriting_inputs, require_writable_dir
+    from tuneloop.report.build import DELTA_FILE, ITEMS_FIGURE, MARKDOWN_FILE, PASSK_FIGURE
     from tuneloop.report.build import compare as run_compare
     from tuneloop.report.html import HTML_FILE, write_compare_html
+    from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE
 
     require_writable_dir(out, "--out")
     if html is not None:
         # a folder (an existing one, or --out itself) gets report.html inside it
         html = html / HTML_FILE if html.is_dir() or html.resolve() == out.resolve() else html
         require_writable_dir(html.parent, "--html")
+    # nothing written may replace a log being read (`--html PRE/samples.jsonl` did, exit 0)
+    logs = [p.parent if p.is_file() else p for p in (pre_log, post_log)]
+    written = [("--out", out / n) for n in (DELTA_FILE, MARKDOWN_FILE, PASSK_FIGURE, ITEMS_FIGURE)]
+    refuse_overwriting_inputs(
+        [*written, *([("--html", html)] if html is not None else [])],
+        [*(log / n for log in logs for n in (SAMPLES_FILE, SUMMARY_FILE)), pre_log, post_log],
+    )
     console = Console(stderr=True)
     with console.status("comparing sample logs…"):
         r = run_compare(pre_log, post_log, out, settings, figures=figures)

@@ -11,8 +11,13 @@ what the `embedded` backend spawns; see `app.py`). Its settings options are gene
 
 `proxy` runs the reverse proxy (`proxy/`: switchable upstream, admin routes, 502s) with, under
 `--log-dir`, the traffic log and `POST /v1/feedback` (`traffic/`). Bad options (a URL that is
-not http(s), an unwritable or already-used log folder, an unset key variable) exit 2 before
-anything binds; a busy port exits 3, like `tuneloop serve`.
+not http(s) or is the proxy's own address, an unwritable or already-used log folder, an unset
+key variable, a non-loopback `--host` with neither `--api-key-env` nor `--allow-remote`) exit 2
+before anything binds; a busy port exits 3, like `tuneloop serve`. `serve` only warns about
+such a host: loop.yaml's `serve.host` reaches it through the embedded backend, after `check`.
+The admin routes' token is `$VAR` of `--admin-token-env`, or one generated at each start into
+`--admin-token-file` (default `<log-dir>/admin.token`; 0600); with neither, the admin routes
+are off.
 
 Nothing heavy is imported at module level (FastAPI and aiohttp only when a command runs), so
 `tuneloop --help` stays fast.
@@ -20,8 +25,10 @@ Nothing heavy is imported at module level (FastAPI and aiohttp only when a comma
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
+from urllib.parse import urlsplit
 
 import typer
 
@@ -29,6 +36,7 @@ from tuneloop.config import ServerConfig
 from tuneloop.config.options import settings_options
 from tuneloop.envkeys import read_api_key
 from tuneloop.errors import InputError, require_writable_dir
+from tuneloop.serve.guard import is_loopback
 
 if TYPE_CHECKING:
     from tuneloop.serve.traffic import TrafficLog
@@ -67,11 +75,20 @@ def serve(
 
     if not (model_dir / "config.json").is_file():
         raise InputError(f"{model_dir}: not a model folder (expected config.json in it)")
+    api_key = read_api_key(config.api_key_env, "--api-key-env")
+    if not is_loopback(config.host) and api_key is None:
+        # a warning, not a refusal: loop.yaml's `serve.host` reaches here through the embedded
+        # backend, and a loop that `check` passed must not fail at its first evaluation
+        typer.echo(
+            f"tuneloop-serve: warning: --host {config.host} is not loopback and no "
+            "--api-key-env is set: anyone who can connect can use the model",
+            err=True,
+        )
     settings = ServerSettings(
         config=config,
         stop_token_ids=_token_ids(stop_token_ids),
         served_model_name=served_model_name,
-        api_key=read_api_key(config.api_key_env, "--api-key-env"),
+        api_key=api_key,
         port_file=port_file,
         parent_pid=parent_pid,
         traffic_log=str(traffic_log) if traffic_log is not None else None,
@@ -121,8 +138,24 @@ def proxy(
         str | None, typer.Option(help="Send `Authorization: Bearer $VAR` to the upstream.")
     ] = None,
     admin_token_env: Annotated[
-        str | None, typer.Option(help="Also require this bearer token on /admin routes.")
+        str | None,
+        typer.Option(help="The bearer token /admin routes require (names the var)."),
     ] = None,
+    admin_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Without --admin-token-env: generate the /admin token into this file (0600) "
+            "at start. Default: LOG_DIR/admin.token; with neither, /admin routes are off."
+        ),
+    ] = None,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Bind a non-loopback --host without --api-key-env (anyone who can connect "
+            "uses the upstream).",
+        ),
+    ] = False,
     read_timeout: Annotated[
         float, typer.Option(min=1, help="Seconds to wait for the upstream's next byte.")
     ] = 600.0,
@@ -135,18 +168,68 @@ def proxy(
         base = normalize_upstream(upstream)
     except InputError as err:
         raise InputError(f"--upstream: {err}") from None
+    _check_not_itself(base, host, port)
+    api_key = read_api_key(api_key_env, "--api-key-env")
+    _check_host(host, api_key is not None, allow_remote)
+    admin_token_file = _token_file(admin_token_env, admin_token_file, log_dir)
+    admin_token = read_api_key(admin_token_env, "--admin-token-env")
+    if admin_token_file is not None:
+        admin_token = secrets.token_urlsafe(32)  # new at every start; written once bound
     settings = ProxySettings(
         upstream=base,
         max_body_bytes=max_body_bytes,
-        api_key=read_api_key(api_key_env, "--api-key-env"),
+        api_key=api_key,
         upstream_key=read_api_key(upstream_key_env, "--upstream-key-env"),
-        admin_token=read_api_key(admin_token_env, "--admin-token-env"),
+        admin_token=admin_token,
         read_timeout_s=read_timeout,
     )
     log = _open_log(log_dir, max_log_bytes) if log_dir is not None else None
-    rc = run_proxy(settings, host=host, port=port, log=log, port_file=port_file)
+    rc = run_proxy(
+        settings, host=host, port=port, log=log, port_file=port_file, token_file=admin_token_file
+    )
     if rc:
         raise typer.Exit(rc)
+
+
+def _token_file(env_var: str | None, given: Path | None, log_dir: Path | None) -> Path | None:
+    """Where the proxy writes the admin token it generates; None when `env_var` names the
+    token (or nothing names a place: the admin routes are off)."""
+    if env_var and given is not None:
+        raise InputError(
+            "--admin-token-env and --admin-token-file: give one (a token of yours, or a file "
+            "for the proxy to write its own into)"
+        )
+    if given is not None:
+        if given.is_dir():
+            raise InputError(f"--admin-token-file {given}: is a folder, not a file")
+        require_writable_dir(given.parent, "--admin-token-file")
+        return given
+    if env_var or log_dir is None:
+        return None
+    return log_dir / "admin.token"  # --log-dir itself is checked when the log opens
+
+
+def _check_not_itself(upstream: str, host: str, port: int) -> None:
+    """An upstream that is the proxy's own address would forward every request to itself
+    until the connection pool runs dry (each client hangs)."""
+    parts = urlsplit(upstream)
+    same_host = parts.hostname == host or (is_loopback(parts.hostname) and is_loopback(host))
+    default = 443 if parts.scheme == "https" else 80
+    if port and same_host and (parts.port or default) == port:
+        raise InputError(
+            f"--upstream {upstream}: that is this proxy's own address (--host {host} --port "
+            f"{port}); name the server to forward to"
+        )
+
+
+def _check_host(host: str, keyed: bool, allow_remote: bool) -> None:
+    """A non-loopback bind needs a client key or `--allow-remote` (as `tuneloop view`)."""
+    if not is_loopback(host) and not keyed and not allow_remote:
+        raise InputError(
+            f"--host {host}: not a loopback address, and no --api-key-env: anyone who can "
+            "connect would use the upstream (and its key). Give --api-key-env VAR, bind "
+            "127.0.0.1 (the default), or pass --allow-remote to bind it open anyway"
+        )
 
 
 def _open_log(log_dir: Path, max_bytes: int) -> TrafficLog:

@@ -80,8 +80,9 @@ def load_suite(path: Path, default_scorer: str = "numeric") -> Suite:
     """Read and check a suite JSONL; every error names file:line and what was expected."""
     path = Path(path)
     # JSONL lines end at "\n" only: str.splitlines() would also split inside a JSON string at
-    # U+2028, U+0085 and other characters that JSON allows there unescaped
-    lines = read_utf8(path, "suite file").split("\n")
+    # U+2028, U+0085 and other characters that JSON allows there unescaped. A byte-order mark
+    # (editors on Windows write one) is not part of the first item: dropped, as JSON readers do
+    lines = read_utf8(path, "suite file").removeprefix("\ufeff").split("\n")
     items: list[SuiteItem] = []
     raws: list[dict[str, Any]] = []
     seen: dict[str, int] = {}

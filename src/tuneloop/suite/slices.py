@@ -32,7 +32,7 @@ def _bounds(fractions: dict[str, float], name: str) -> tuple[float, float]:
         known = ", ".join(sorted(fractions)) or "none"
         raise InputError(
             f"unknown slice {name!r}{did_you_mean(name, fractions)}; configured: {known} "
-            "(suite.slices in loop.yaml)"
+            "(suite.slices in loop.yaml, --slices on a command line)"
         )
     bad = {k: v for k, v in fractions.items() if not 0 < v <= 1}
     if bad or sum(fractions.values()) > 1 + 1e-9:

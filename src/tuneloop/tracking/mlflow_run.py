@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from types import ModuleType
 from typing import Any
 
+from tuneloop.config.tracking import masked_uri
 from tuneloop.tracking.facts import (
     CANDIDATE_TAG,
     CHALLENGER,
@@ -63,7 +64,7 @@ def log_round(uri: str, facts: RoundFacts, *, log_model: bool, attempts: int = 1
     t0 = time.perf_counter()
     record = TrackingRecord(
         status="failed",
-        tracking_uri=uri,
+        tracking_uri=masked_uri(uri),  # the record is written; the password never is
         experiment=facts.experiment,
         run_id=facts.run_id,
         registered_model=facts.registered_model if log_model and facts.model_dir else None,
@@ -85,7 +86,7 @@ def log_round(uri: str, facts: RoundFacts, *, log_model: bool, attempts: int = 1
         client.set_terminated(record.mlflow_run_id, "FINISHED")
         record.status = "logged"
     except Exception as err:  # fail-safe by contract: the ledger, not MLflow, is the truth
-        record.error = f"{type(err).__name__}: {err}"[:ERROR_CHARS]
+        record.error = masked_uri(f"{type(err).__name__}: {err}", uri)[:ERROR_CHARS]
     record.duration_s = round(time.perf_counter() - t0, 3)
     return record
 

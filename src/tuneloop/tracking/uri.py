@@ -7,11 +7,15 @@ so every round of a flywheel shares one registry. A SQLite store's artifacts go 
 database (`mlartifacts/`), not into MLflow's default `./mlruns` of the current directory.
 
 `check_uri` is what `tuneloop check` reports: an error when the MLflow client is missing (it
-names `pip install 'tuneloop[mlflow]'`), when the URI's scheme is not a store MLflow knows, or
-when it is a file store, which MLflow 3 refuses (maintenance mode) unless
-`MLFLOW_ALLOW_FILE_STORE=true`; a warning when a local SQLite store's folder cannot be
-created or written — the run would still finish (a failed write is recorded and retried), so
-that is not a reason to refuse it.
+names `pip install 'tuneloop[mlflow]'`), when the URI's scheme is not a store MLflow knows,
+when a database store's driver is not installed (it names the package to install: psycopg2
+for `postgresql://`, mysqlclient for `mysql://`, …), or when it is a file store, which MLflow
+3 refuses (maintenance mode) unless `MLFLOW_ALLOW_FILE_STORE=true`; a warning when a local
+SQLite store's folder cannot be created or written — the run would still finish (a failed
+write is recorded and retried), so that is not a reason to refuse it; a warning too for a
+relative `sqlite:///x.db`, which MLflow opens in the current folder, not beside loop.yaml.
+`databricks` (the default profile) and `databricks://PROFILE` are Databricks workspaces, as
+MLflow spells them. Every message shows the URI masked (`config.tracking.masked_uri`).
 """
 
 from __future__ import annotations
@@ -21,12 +25,29 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-from tuneloop.config.tracking import DEFAULT_STORE
+from tuneloop.config.tracking import DEFAULT_STORE, masked_uri
 from tuneloop.errors import InputError
 
 EXTRA = "pip install 'tuneloop[mlflow]'"
 SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "databricks", "file")
-"""Tracking stores MLflow 3 knows (a database dialect may name its driver: `mysql+pymysql`)."""
+"""Tracking stores MLflow 3 knows (a database dialect may name its driver: `mysql+pymysql`;
+`databricks` alone is the default Databricks profile)."""
+
+DRIVERS: dict[tuple[str, str], tuple[str, str]] = {
+    ("postgresql", ""): ("psycopg2", "psycopg2-binary"),
+    ("postgresql", "psycopg2"): ("psycopg2", "psycopg2-binary"),
+    ("postgresql", "psycopg"): ("psycopg", "'psycopg[binary]'"),
+    ("postgresql", "pg8000"): ("pg8000", "pg8000"),
+    ("mysql", ""): ("MySQLdb", "mysqlclient"),
+    ("mysql", "mysqldb"): ("MySQLdb", "mysqlclient"),
+    ("mysql", "pymysql"): ("pymysql", "PyMySQL"),
+    ("mssql", ""): ("pyodbc", "pyodbc"),
+    ("mssql", "pyodbc"): ("pyodbc", "pyodbc"),
+    ("mssql", "pymssql"): ("pymssql", "pymssql"),
+}
+"""(dialect, driver) of a database store → (module SQLAlchemy imports, `pip install` name):
+the DBAPI SQLAlchemy picks when the URI names none (`postgresql://` is psycopg2's), else
+the one named (`postgresql+psycopg://`). A driver not listed is left to MLflow."""
 
 
 def require_mlflow() -> None:
@@ -59,7 +80,19 @@ def artifact_location(uri: str) -> str | None:
 
 
 def scheme(uri: str) -> str:
+    if uri.strip().lower() == "databricks":
+        return "databricks"
     return urlparse(uri).scheme.split("+", 1)[0].lower()
+
+
+def missing_driver(uri: str) -> str | None:
+    """`pip install …` for a database store whose driver is not installed, else None."""
+    dialect, _, driver = urlparse(uri).scheme.lower().partition("+")
+    known = DRIVERS.get((dialect, driver))
+    if known is None:
+        return None
+    module, package = known
+    return None if importlib.util.find_spec(module) is not None else f"pip install {package}"
 
 
 def check_uri(setting: str, default_folder: Path) -> tuple[list[str], list[str]]:
@@ -70,20 +103,32 @@ def check_uri(setting: str, default_folder: Path) -> tuple[list[str], list[str]]
     except InputError as err:
         errors.append(str(err).removeprefix("tracking.mlflow "))
     uri = resolve_uri(setting, default_folder)
-    kind = scheme(uri)
+    kind, shown = scheme(uri), masked_uri(uri)
+    install = missing_driver(uri) if kind in SCHEMES else None
     if kind not in SCHEMES:
         errors.append(
-            f"{uri!r} is not a tracking URI MLflow knows (schemes: {', '.join(SCHEMES)}); "
+            f"{shown!r} is not a tracking URI MLflow knows (schemes: {', '.join(SCHEMES)}); "
             "write `default` for a local SQLite store, or sqlite:////abs/path/mlflow.db"
+        )
+    elif install is not None:
+        errors.append(
+            f"{shown!r} is a {kind} store, whose database driver is not installed: {install} "
+            f"(or name an installed driver in the scheme, e.g. {kind}+DRIVER://)"
         )
     elif kind == "file" and os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() != "true":
         errors.append(
-            f"{uri!r} is a file store, which MLflow 3 refuses (maintenance mode) unless "
+            f"{shown!r} is a file store, which MLflow 3 refuses (maintenance mode) unless "
             "MLFLOW_ALLOW_FILE_STORE=true; use `default` or sqlite:////abs/path/mlflow.db"
         )
     db = sqlite_path(uri)
     problem = _unwritable(db.parent) if db is not None else None
     warnings = [] if problem is None else [_warning(problem)]
+    if db is not None and not db.is_absolute():
+        warnings.append(
+            f"{shown!r} is a relative path: MLflow opens it in the folder `tuneloop run` is "
+            "started from, not beside loop.yaml (each working folder would get its own "
+            "store); write sqlite:////abs/path/mlflow.db, or `default` (beside the ledger)"
+        )
     return errors, warnings
 
 

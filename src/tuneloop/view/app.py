@@ -7,9 +7,14 @@
 Nothing else: no write route, no API schema or docs pages (they would load scripts from a
 CDN), no static folder — a path is served only when the dashboard links it, so the app never
 reads a file the ledger does not point at. Every response says `Cache-Control: no-store`,
-`X-Content-Type-Options: nosniff` and carries the page's Content-Security-Policy as a header
-too. It binds loopback by default; the command refuses another interface unless told
-`--allow-remote` (the ledger's rounds, model paths and log are for the people who run it).
+`X-Content-Type-Options: nosniff`, `X-Frame-Options: DENY`, `Referrer-Policy: no-referrer`
+and carries the page's Content-Security-Policy as a header too (plus `frame-ancestors 'none'`,
+which a `<meta>` cannot say). It binds loopback by default; the command refuses another
+interface unless told `--allow-remote` (the ledger's rounds, model paths and log are for the
+people who run it). Bound to loopback, it answers only a `Host` that is a loopback name or the
+bound address (403 otherwise): a web page that rebinds its own DNS name to 127.0.0.1 names
+that name, not ours. With `--allow-remote` any `Host` is served — whoever can connect may read
+it anyway. A ledger removed while the app runs is an error page naming it, never re-created.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ DASHBOARD_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 REPORT_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 )
+HEADER_CSP = "; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+"""Added to the header's policy: what only a header can say, and no forms or base URLs."""
 
 
 def is_loopback(host: str) -> bool:
@@ -43,8 +50,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def create_app(sources: Sources) -> FastAPI:
-    """The read-only app over `sources` (see the module docstring)."""
+def host_name(header: str) -> str:
+    """The host part of a `Host` header (`h:8150`, `[::1]:8150`, `h`), lower-cased."""
+    if header.startswith("["):
+        return header[1:].partition("]")[0].lower()
+    return header.rpartition(":")[0].lower() if header.count(":") == 1 else header.lower()
+
+
+def create_app(sources: Sources, *, host: str = "127.0.0.1") -> FastAPI:
+    """The read-only app over `sources` bound to `host` (see the module docstring)."""
     from fastapi import FastAPI, Request
     from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 
@@ -55,16 +69,29 @@ def create_app(sources: Sources) -> FastAPI:
 
     @app.exception_handler(TuneloopError)
     async def unreadable(request: Request, err: TuneloopError) -> Response:
-        return PlainTextResponse(f"tuneloop view: {err}", status_code=500)
+        return PlainTextResponse(f"tuneloop view: {err}", status_code=503)
+
+    checks_host = is_loopback(host)
 
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:
-        response: Response = await call_next(request)
+        given = request.headers.get("host", "")
+        name = host_name(given)
+        response: Response
+        if checks_host and not (is_loopback(name) or name == host.lower()):
+            response = PlainTextResponse(
+                f"tuneloop view: Host {given!r} is not this dashboard's; open it at "
+                f"{url_of(host, (request.scope.get('server') or ('', 0))[1])}",
+                status_code=403,
+            )
+        else:
+            response = await call_next(request)
         response.headers["Cache-Control"] = "no-store"
         response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["X-Frame-Options"] = "DENY"
         response.headers["Referrer-Policy"] = "no-referrer"
         csp = REPORT_CSP if request.url.path.startswith("/runs/") else DASHBOARD_CSP
-        response.headers.setdefault("Content-Security-Policy", csp)
+        response.headers.setdefault("Content-Security-Policy", csp + HEADER_CSP)
         return response
 
     @app.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse)
@@ -102,7 +129,7 @@ def serve(sources: Sources, *, host: str, port: int) -> int:
             file=sys.stderr,
         )
         return EXIT_BIND
-    app = create_app(sources)
+    app = create_app(sources, host=host)
     bound = sock.getsockname()[1]
     print(
         f"tuneloop-view: {url_of(host, bound)} (read-only, ledger {sources.ledger}); Ctrl-C stops",

@@ -33,7 +33,14 @@ from tuneloop.gate.ledger import AuditFigures, Champion, Round, open_ledger
 from tuneloop.gate.verdict_record import GateVerdict
 from tuneloop.records import parse_record, read_record
 from tuneloop.view.explog_entries import LogEntry, read_entries
-from tuneloop.view.sources import Sources, capstone_report, delta_report, find_artifact, link_key
+from tuneloop.view.sources import (
+    Sources,
+    capstone_report,
+    check_ledger,
+    delta_report,
+    find_artifact,
+    link_key,
+)
 
 if TYPE_CHECKING:
     from tuneloop.flywheel.triggers import Observations
@@ -148,7 +155,9 @@ class Dashboard:
 
 
 def gather(sources: Sources, *, watcher_decisions: int = 200) -> Dashboard:
-    """Read everything the dashboard shows (see the module docstring)."""
+    """Read everything the dashboard shows (see the module docstring). A ledger gone since
+    `resolve` is an InputError naming it: opening it would create an empty one."""
+    check_ledger(sources.ledger, sources.origin)
     with open_ledger(sources.ledger) as ledger:
         round_rows, verdict_rows, champion_rows = (
             ledger.rounds(),

@@ -1,8 +1,12 @@
+import json
+
 import pytest
 
 from tests.data.conftest import write_jsonl
 from tuneloop.data.corpus.stats import corpus_stats, percentiles
 from tuneloop.errors import InputError
+
+from ...installed import tuneloop
 
 
 def test_percentiles_nearest_rank():
@@ -65,3 +69,15 @@ def test_missing_tokenizer_folder_is_an_input_error(tmp_path):
     path = write_jsonl(tmp_path / "c.jsonl", [{"messages": [{"role": "user", "content": "x"}]}])
     with pytest.raises(InputError, match="--tokenizer"):
         corpus_stats(path, tokenizer=tmp_path / "nope")
+
+
+def test_a_bom_and_crlf_are_read_and_a_json_array_is_named(tmp_path):
+    """`corpus stats` refused a file saved with a byte-order mark (a Windows editor's)."""
+    row = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + (row + "\r\n").encode() * 2)
+    ran = tuneloop("corpus", "stats", "bom.jsonl", "--json", cwd=tmp_path)
+    assert ran.code == 0, ran.output
+    assert json.loads(ran.stdout)["rows"] == 2
+    (tmp_path / "array.jsonl").write_text(f"[{row}]\n")
+    ran = tuneloop("corpus", "stats", "array.jsonl", cwd=tmp_path)
+    ran.assert_input_error("array.jsonl:1", "a JSON array")

@@ -60,7 +60,8 @@ def test_reject_reasons_name_the_problem(result):
     reasons = {r.line: (r.category, r.reason) for r in result[1]}
     assert reasons[6][0] == "dropped" and "429" in reasons[6][1]
     assert "tool_call_id" in reasons[10][1]
-    assert reasons[12] == ("malformed", "expected a JSON object, got list")
+    assert reasons[12][0] == "malformed"
+    assert reasons[12][1].startswith("expected a JSON object, got list (a JSON array")
     assert reasons[13][0] == "unsupported"
 
 

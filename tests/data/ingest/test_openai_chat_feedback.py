@@ -85,7 +85,29 @@ def test_feedback_for_an_unknown_id_is_a_reject_with_its_line(tmp_path: Path) ->
     assert report.rejected == 1 and traces["c"].feedback is None
     reject = rejects[2]
     assert reject.file == str(path) and reject.category == "dropped"
-    assert "'elsewhere'" in reject.reason and "traffic-<n>.jsonl" in reject.reason
+    assert "'elsewhere'" in reject.reason and "files before it" in reject.reason
+
+
+def test_feedback_after_a_rotation_joins_its_exchange_in_the_earlier_file(tmp_path: Path) -> None:
+    """Issue 25 defect 4: the exchange in traffic-1.jsonl, its corrections in traffic.jsonl."""
+    old = tmp_path / "traffic-1.jsonl"
+    old.write_text("".join(json.dumps(exchange(c)) + "\n" for c in ("a", "b", "c")))
+    live = write(tmp_path, [fb(c, verdict="down", correction="5") for c in ("a", "b", "c")])
+    got, bad, report = ingest_files("openai_chat", [old, live])
+    assert not bad and (report.lines_read, report.ingested, report.rejected) == (6, 6, 0)
+    assert [t.feedback.correction for t in got] == ["5", "5", "5"]
+    # in the other order the exchanges are not read yet: rejects naming the ids, not a loss
+    got, bad, report = ingest_files("openai_chat", [live, old])
+    assert all(t.feedback is None for t in got) and report.rejected == 3
+    assert {r.category for r in bad} == {"dropped"}
+
+
+def test_the_last_feedback_wins_across_files(tmp_path: Path) -> None:
+    old = tmp_path / "traffic-1.jsonl"
+    old.write_text(json.dumps(exchange("a")) + "\n" + json.dumps(fb("a", verdict="up")) + "\n")
+    live = write(tmp_path, [fb("a", verdict="down"), fb("a", verdict="up"), fb("a", score=0)])
+    (trace,), _, report = ingest_files("openai_chat", [old, live])
+    assert trace.feedback.score == 0.0 and report.ingested == 5
 
 
 @pytest.mark.parametrize(
@@ -128,7 +150,7 @@ def test_malformed_traffic_lines_are_rejects_with_file_and_line(tmp_path: Path) 
     assert list(traces) == ["ok"] and report.rejected == 5
     assert all(r.file == str(path) for r in rejects.values())
     assert rejects[2].reason.startswith("invalid JSON")
-    assert rejects[3].reason == "expected a JSON object, got list"
+    assert rejects[3].reason.startswith("expected a JSON object, got list")
     assert rejects[4].category == "unsupported" and "text completion" in rejects[4].reason
     assert rejects[5].reason == "response has no choices"
     assert rejects[6].category == "unsupported"
@@ -142,3 +164,23 @@ def test_feedback_line_normalizes_verdict_and_keeps_score() -> None:
     assert (only_score.verdict, only_score.score) == ("down", 0.0)
     only_correction = feedback_line({"correction": "x"})
     assert (only_correction.verdict, only_correction.score) == (None, None)
+
+
+def test_a_choice_id_of_a_one_choice_response_joins_it(tmp_path: Path) -> None:
+    """The server accepts feedback naming `<id>#0`; the ingester dropped it as unknown."""
+    path = write(tmp_path, [exchange("one"), fb("one#0", verdict="down"), fb("one#3", score=1)])
+    traces, rejects, _ = ingest(path)
+    assert traces["one"].feedback.verdict == "down"
+    assert list(rejects) == [3] and "'one#3'" in rejects[3].reason
+
+
+def test_feedback_for_a_text_completion_is_named_for_what_it_is(tmp_path: Path) -> None:
+    """Was "no exchange with that id" for an exchange two lines above it."""
+    text = {
+        "request": {"model": "m", "prompt": "Once"},
+        "response": {"id": "cmpl-1", "choices": [{"text": " upon"}]},
+    }
+    path = write(tmp_path, [text, fb("cmpl-1", verdict="up"), exchange("c"), fb("c", score=1)])
+    traces, rejects, report = ingest(path)
+    assert traces["c"].feedback.score == 1.0 and report.rejected == 2
+    assert rejects[2].category == "dropped" and "a text completion" in rejects[2].reason

@@ -191,7 +191,12 @@ def test_a_switch_under_load_fails_no_request(served: Served, tmp_path: Path) ->
     assert now.url == before.url and now.proxy_pid == before.proxy_pid  # clients kept it
     assert now.server_pid != before.server_pid
     assert before.server_pid is not None and not psutil.pid_exists(before.server_pid)
-    admin = httpx.get(f"{now.url.removesuffix('/v1')}/admin/upstream", timeout=10).json()
+    admin_url = f"{now.url.removesuffix('/v1')}/admin/upstream"
+    assert httpx.get(admin_url, timeout=10).status_code == 401  # the token is needed
+    token = (served.settings.state_dir / "proxy.token").read_text().strip()
+    assert (served.settings.state_dir / "proxy.token").stat().st_mode & 0o777 == 0o600
+    headers = {"authorization": f"Bearer {token}"}
+    admin = httpx.get(admin_url, headers=headers, timeout=10).json()
     assert admin["upstream"] == now.upstream
     assert admin["in_flight"][before.upstream] == 0
     traffic = (served.settings.log_dir or Path()) / "traffic.jsonl"

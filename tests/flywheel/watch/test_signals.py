@@ -150,20 +150,24 @@ def test_a_second_watcher_is_refused_naming_the_holder(tmp_path: Path, procs: Pr
     first = procs.watch(world)
     lock = tmp_path / "ledger" / "loop.db.watch.lock"
     wait_for(lambda: lock.is_file() and str(first.pid) in lock.read_text(encoding="utf-8"))
-    second = tuneloop("watch", str(world.config), "--once")
+    second = tuneloop(
+        "watch", str(world.config), "--once", "--round-command", world.round_command()
+    )
     assert second.returncode == 2
     assert "another watcher holds this ledger" in second.stderr
     assert f"pid {first.pid} on host" in second.stderr
     assert "Traceback" not in second.stderr
     first.kill()
     first.communicate()
-    third = tuneloop("watch", str(world.config), "--once")
+    third = tuneloop("watch", str(world.config), "--once", "--round-command", world.round_command())
     assert third.returncode == 0, third.stderr
     assert f"took over {lock} from a watcher that is gone (pid {first.pid} on host" in (
         third.stderr
     )
     # a clean exit leaves nothing to take over
-    fourth = tuneloop("watch", str(world.config), "--once")
+    fourth = tuneloop(
+        "watch", str(world.config), "--once", "--round-command", world.round_command()
+    )
     assert fourth.returncode == 0 and "took over" not in fourth.stderr
 
 
@@ -191,7 +195,9 @@ def test_bad_input_exits_2_with_the_key(tmp_path: Path) -> None:
     world = make_world(tmp_path)
     (tmp_path / "logs" / "traffic.jsonl").unlink()
     (tmp_path / "logs").rmdir()
-    missing = tuneloop("watch", str(world.config), "--once")
+    missing = tuneloop(
+        "watch", str(world.config), "--once", "--round-command", world.round_command()
+    )
     assert missing.returncode == 2
     assert "flywheel.traffic:" in missing.stderr and "does not exist" in missing.stderr
     (tmp_path / "other").mkdir()
@@ -199,5 +205,51 @@ def test_bad_input_exits_2_with_the_key(tmp_path: Path) -> None:
     bad = tuneloop("watch", str(world.config), "--once", "--round-command", "true")
     assert bad.returncode == 2 and "--round-command: 'true' has no {round}" in bad.stderr
     world.logs.joinpath("traffic.jsonl").write_text("{not json\n", encoding="utf-8")
-    broken = tuneloop("watch", str(world.config), "--once")
-    assert broken.returncode == 2 and "traffic.jsonl:1: not a JSON line" in broken.stderr
+    broken = tuneloop(
+        "watch", str(world.config), "--once", "--round-command", world.round_command()
+    )
+    # a bad traffic line is skipped and named, never a stall (issue 25 items 2-3)
+    assert broken.returncode == 0 and "traffic.jsonl:1: not a JSON line" in broken.stderr
+
+
+def test_a_resumed_rounds_end_is_told_by_its_final_attempt(tmp_path: Path) -> None:
+    """Issue 25 item 14: the round log is appended over attempts; the interrupted attempt's
+    `error: received signal 15` is not why the resumed attempt's round ended."""
+    world = make_world(tmp_path)
+    world.add_labels(2)
+    world.set_plan(exit=143, say="error: received signal 15")
+    once = ("watch", str(world.config), "--once", "--round-command", world.round_command())
+    first = tuneloop(*once)
+    assert first.returncode == 0, first.stderr
+    assert "r0001 interrupted" in first.stderr
+    world.set_plan(exit=1, say="verdict: reject")
+    second = tuneloop(*once)
+    assert second.returncode == 0, second.stderr
+    ended = [line for line in second.stderr.splitlines() if " finished: round r0001 " in line]
+    assert ended and "verdict: reject" in ended[0], second.stderr
+    assert "signal 15" not in ended[0]
+    shown = tuneloop("status", str(world.config))
+    assert shown.returncode == 0, shown.stderr
+    rows = [line for line in shown.stdout.splitlines() if "r0001  finished" in line]
+    assert rows and "signal 15" not in rows[0], shown.stdout
+
+
+def test_approving_a_round_that_does_not_exist_names_the_watchers_state(tmp_path: Path) -> None:
+    """`approve r0099 --config` fell through to the promotion path and advised `tuneloop
+    gate` creates the ledger; a round id is a watcher round's, and the error says so."""
+    world = make_world(tmp_path)
+    ran = tuneloop("approve", "r0099", "--config", str(world.config))
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr
+    assert "no watcher round r0099" in ran.stderr and "flywheel.db" in ran.stderr
+    assert "tuneloop gate" not in ran.stderr
+    assert not (tmp_path / "ledger").exists() and not world.workdir.exists()
+
+
+def test_the_default_round_command_needs_a_rolling_split(tmp_path: Path) -> None:
+    """`watch` on a config without suite.rolling ran happily, and every round it started
+    would have been refused; it is refused at start, before anything is created."""
+    world = make_world(tmp_path)
+    ran = tuneloop("watch", str(world.config), "--once")
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr
+    assert "suite.rolling: rounds need a rolling split" in ran.stderr
+    assert not world.workdir.exists()

@@ -192,6 +192,7 @@ def test_spend_approval_holds_the_round_until_approve(tmp_path: Path) -> None:
         in (world.echoed[-1])
     )
     assert "seconds unknown (no finished round yet)" in world.echoed[-1]
+    assert f"approve with: tuneloop approve r0001 --config {world.config}" in world.echoed[-1]
     assert watcher.step().action == "awaiting_approval"  # and stays so
     runner = CliRunner()
     app = build_app()
@@ -296,7 +297,7 @@ def test_status_shows_the_watchers_rounds_and_decisions(tmp_path: Path) -> None:
     app = build_app()
     before = runner.invoke(app, ["status", str(world.config)])
     assert before.exit_code == 0, before.output
-    assert "rounds     none yet" in before.output
+    assert "rounds     no rounds yet" in before.output
     assert not (world.workdir / "flywheel.db").exists()  # status creates nothing
     world.add_labels(2)
     world.watcher().step()
@@ -332,12 +333,16 @@ def test_run_once_and_max_rounds(tmp_path: Path) -> None:
     assert [r.round_id for r in watcher.state.rounds()] == ["r0001"]
 
 
-def test_exit_1_awaiting_promotion_approval_is_no_rejection(tmp_path: Path) -> None:
+def test_exit_1_awaiting_promotion_approval_is_no_rejection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tuneloop.gate.ledger import RoundOutcome, RoundStart, open_ledger
 
     world = make_world(tmp_path)
     world.set_plan(exit=1)
-    # what the round itself appends
+    # what the round itself appends (written here before it runs: the watcher must still
+    # allocate r0001, so its id-skipping does not see these rows)
+    monkeypatch.setattr("tuneloop.flywheel.watch.watcher.ledger_rounds", lambda _: [])
     with open_ledger(tmp_path / "ledger" / "loop.db") as ledger, ledger.transaction():
         ledger.add_round(RoundStart(round_id="r0001", started_at="2026-12-01", gate_slice="g"))
         ledger.add_outcome(
@@ -353,7 +358,9 @@ def test_exit_1_awaiting_promotion_approval_is_no_rejection(tmp_path: Path) -> N
     watcher.step()
     row = watcher.state.round("r0001")
     assert row is not None and row.exit_code == 1
-    assert row.outcome == "awaiting promotion approval: tuneloop approve loop-abc --config …"
+    # the command to run, with the user's own config (it was "--config …")
+    approve = f"tuneloop approve loop-abc --config {world.config}"
+    assert row.outcome == f"awaiting promotion approval: {approve}"
     assert watcher.state.pacing().consecutive_rejects == 0
 
 
@@ -394,3 +401,33 @@ def test_a_promotion_re_serves_and_a_refused_switch_keeps_the_old(tmp_path: Path
     assert watcher.step().settled
     assert any("not served (still the old)" in line for line in world.echoed)
     assert [d.kind for d in watcher.state.decisions()].count("reserve") == 2
+
+
+def test_round_ids_skip_rounds_the_ledger_holds(tmp_path: Path) -> None:
+    """A round run by hand and refused before it was planned has a ledger row and no folder;
+    the watcher does not reuse its id (the round command would only re-report the refusal)."""
+    from tuneloop.gate.ledger import RoundOutcome, RoundStart, open_ledger
+
+    world = make_world(tmp_path)
+    with open_ledger(tmp_path / "ledger" / "loop.db") as ledger, ledger.transaction():
+        ledger.add_round(RoundStart(round_id="r0001", started_at="2026-12-01", gate_slice=""))
+        ledger.add_outcome(RoundOutcome(round_id="r0001", ended_at="2026-12-01", outcome="refused"))
+    world.add_labels(2)
+    assert world.watcher().step().round_id == "r0002"
+
+
+def test_a_refused_round_leaves_its_labels_new(tmp_path: Path) -> None:
+    """Issue 25 item 10: a round refused before training reset the new-label count (the
+    labels before it counted as trained on); it trained on nothing."""
+    from ...installed import tuneloop
+
+    world = make_world(tmp_path)
+    world.set_plan(exit=2, say="error: no fresh gate slice")
+    world.add_labels(2, at=time.time() - 5)
+    watcher = world.watcher()
+    assert watcher.step().settled
+    assert watcher.state.round("r0001").status == "refused"  # type: ignore[union-attr]
+    ran = tuneloop("status", world.config, "--json", cwd=tmp_path)
+    assert ran.code == 0, ran.output
+    seen = json.loads(ran.stdout)
+    assert seen["last_round"] is None and seen["traffic"]["new_labels"] == 2

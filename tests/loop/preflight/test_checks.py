@@ -19,6 +19,8 @@ from tuneloop.cli import main
 from tuneloop.records import append_jsonl, write_record
 from tuneloop.samplelog import EvalSummary, SampleRow, SamplingParams
 
+from ...installed import tuneloop
+
 ROOT = Path(__file__).resolve().parents[3]
 TUNELOOP = Path(sys.executable).parent / "tuneloop"
 
@@ -162,7 +164,7 @@ def test_unknown_metric_and_judging_scorers_are_refused_all_at_once(
     overrides = ["report.scorer=tool_cal_valid", "gate.scorer=exactt"]
     rc, _, err = cli(capsys, monkeypatch, "check", str(project / "loop.yaml"), *overrides)
     assert rc == 2
-    assert "eval.metrics[1]" in err and "unknown scorer 'turnz' (did you mean 'turns'?)" in err
+    assert "eval.metrics.1 (line" in err and "unknown scorer 'turnz' (did you mean 'turns'?)" in err
     assert "report.scorer" in err and "did you mean 'tool_call_valid'?" in err
     assert "gate.scorer" in err and "unknown scorer 'exactt'" in err
     assert_nothing_written(project)
@@ -415,4 +417,53 @@ def test_training_settings_this_machine_cannot_run_are_refused_before_compute(
     rc, _, err = cli(capsys, monkeypatch, *args)
     assert rc == 2, err
     assert "train.distributed.strategy (override): deepspeed needs the `deepspeed` package" in err
+    assert_nothing_written(project)
+
+
+# ---- issue 25 item 11: what failed only after eval_pre ----------------------------------------
+
+SFT_ROW = json.dumps(
+    {"messages": [{"role": "user", "content": "1+1"}, {"role": "assistant", "content": "2"}]}
+)
+
+
+def test_check_refuses_what_training_would_refuse_after_eval_pre(project: Path) -> None:
+    """DiLoCo steps not a multiple of inner_steps, DiLoCo with grpo, a lighthouse that is no
+    URL, a train.data line that is no JSON: all at once, each with its key, before compute."""
+    (project / "train.jsonl").write_text(f"{SFT_ROW}\n{{broken\n")
+    text = GOOD.replace(
+        "  data: train.jsonl\n",
+        "  data: train.jsonl\n  steps: 15\n"
+        "  diloco: {replicas: 2, inner_steps: 10, lighthouse: 'localhost:29510'}\n",
+    )
+    (project / "loop.yaml").write_text(text)
+    ran = tuneloop("check", project / "loop.yaml", "train.method=grpo", cwd=project)
+    ran.assert_input_error(
+        "train.method (override): train.diloco trains `method: sft` only",
+        f"train.steps (line {line_of(text, '  steps:')}): 15 is not a multiple",
+        f"train.diloco.lighthouse (line {line_of(text, '  diloco:')})",
+        f"train.data (line {line_of(text, '  data:')}): {project / 'train.jsonl'}:2: invalid JSON",
+    )
+    ran = tuneloop("run", project / "loop.yaml", cwd=project)
+    ran.assert_input_error("train.steps", "train.diloco.lighthouse", "train.data")
+    assert_nothing_written(project)
+
+
+def test_a_train_data_row_the_method_cannot_read_is_refused_before_compute(project: Path) -> None:
+    (project / "train.jsonl").write_text('{"prompt": "1+1=", "answer": "2"}\n')
+    ran = tuneloop("check", project / "loop.yaml", "train.method=dpo", cwd=project)
+    ran.assert_input_error("train.data (line 14)", "train.jsonl:1: DPO row lacks")
+
+
+def test_an_archive_root_inside_the_workdir_is_refused(project: Path) -> None:
+    """`archive.root: work` put each archive inside the run it archives (exit 0): the next
+    run's archive copied it, and `rm -rf work` deleted it. A ledger there is warned about."""
+    text = edit(GOOD, "  root:", "  root: work/archive")
+    (project / "loop.yaml").write_text(text)
+    ran = tuneloop("check", project / "loop.yaml", "gate.ledger=work/ledger.db", cwd=project)
+    ran.assert_input_error(
+        f"archive.root (line {line_of(text, '  root:')}): {project / 'work' / 'archive'} is "
+        "inside workdir",
+        "warning: gate.ledger (override): ",
+    )
     assert_nothing_written(project)

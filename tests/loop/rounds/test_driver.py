@@ -15,12 +15,15 @@ from pathlib import Path
 import pytest
 
 from tuneloop.archive import verify_archive
+from tuneloop.config import load_config
 from tuneloop.errors import InputError
 from tuneloop.gate.ledger import Champion, Round, open_ledger
 from tuneloop.loop.layout import ROUND_FILE
 from tuneloop.loop.rounds import RoundRecord
+from tuneloop.loop.rounds.driver import choose_round
 from tuneloop.records import Manifest, read_record
 
+from ...installed import tuneloop
 from ..fakeloop import CALLS, STRONG_STEPS, run_round, write_config
 
 HERE = Path(__file__).resolve().parents[1]
@@ -151,3 +154,70 @@ def test_asking_again_for_an_ended_round_only_reports_it(tmp_path: Path) -> None
     assert [o.outcome for o in history[0].outcomes] == ["promoted"]
     log = (tmp_path / "ledger" / "EXPERIMENT-LOG.md").read_text()
     assert log.count("round `r0001`") == 1
+
+
+def test_an_unknown_round_id_is_refused_before_anything(tmp_path: Path) -> None:
+    """Issue 25 item 10: `--round r0099` (no such round) ran a full round on a fresh gate
+    slice; it is refused, naming the id and the known ones, and nothing is written."""
+    config = flywheel_config(tmp_path)
+    assert run_round(config) == 0
+    files = sorted(tmp_path.rglob("*"))
+    ran = tuneloop("run", config, "--round", "r0099", cwd=tmp_path)
+    ran.assert_input_error("--round r0099", "known: r0001", "--round next", "r0002")
+    assert sorted(tmp_path.rglob("*")) == files  # no folder, no ledger row, no log entry
+    _, history = ledger_rows(tmp_path)
+    assert [(r.round_id, len(r.outcomes)) for r in history] == [("r0001", 1)]
+
+
+def test_round_ids_a_round_may_take(tmp_path: Path) -> None:
+    """Besides a known round, `--round ID` takes the next id, or the one a watcher allocated
+    (its trigger file names it: the watcher skips ids its own state or a hand-run took)."""
+    cfg = load_config(flywheel_config(tmp_path))
+    assert choose_round(cfg, "r0001") == "r0001"  # the next one
+    assert choose_round(cfg, "r0007", {"round_id": "r0007"}) == "r0007"  # the watcher's
+    with pytest.raises(InputError, match=r"--round r0007: no such round .*known: none yet"):
+        choose_round(cfg, "r0007", {"round_id": "r0006"})
+    with pytest.raises(InputError, match="expected `next` or an id like r0001"):
+        choose_round(cfg, "7")
+
+
+def test_a_planned_round_creates_nothing(tmp_path: Path) -> None:
+    """Issue 25 item 12: `run --round next --plan` created the ledger (and the workdir when
+    the ledger lives there); a plan is read-only, before the first round and after one."""
+    config = flywheel_config(tmp_path)
+    for _ in range(2):
+        files = sorted(tmp_path.rglob("*"))
+        ran = tuneloop("run", config, "--round", "next", "--plan", cwd=tmp_path)
+        assert ran.code == 0, ran.output
+        assert "eval_pre" in ran.stdout and "gate slice gate-00" in ran.stderr
+        assert sorted(tmp_path.rglob("*")) == files
+        assert run_round(config) == 0
+
+
+def test_what_is_no_round_is_refused_with_nothing_written(tmp_path: Path) -> None:
+    """`run --round next` on a config without suite.rolling recorded a refused round r0001
+    (a new ledger and EXPERIMENT-LOG entry) for a config that has no rounds; `--trigger-file`
+    without a round was silently ignored."""
+    config = write_config(tmp_path, train={"data": str(tmp_path / "suite.jsonl")})
+    files = sorted(tmp_path.rglob("*"))
+    ran = tuneloop("run", config, "--round", "next", cwd=tmp_path)
+    ran.assert_input_error("suite.rolling")
+    assert sorted(tmp_path.rglob("*")) == files
+    ran = tuneloop("run", config, "--trigger-file", config, "--plan", cwd=tmp_path)
+    ran.assert_input_error("--trigger-file", "--round next")
+
+
+def test_a_rounds_failed_mlflow_write_gives_no_false_retry_advice(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A round's failed MLflow write said "the next `tuneloop run` retries"; a round that
+    has ended is only re-reported (`--round rNNNN`), so nothing retries it."""
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, not a folder")
+    config = flywheel_config(tmp_path)
+    text = config.read_text() + f"tracking:\n  mlflow: sqlite:///{blocked}/mlflow.db\n"
+    config.write_text(text)
+    assert run_round(config) == 0
+    out = capfd.readouterr().out
+    assert "mlflow: not written (attempt 1;" in out
+    assert "the next `tuneloop run` retries" not in out and "nothing retries it" in out

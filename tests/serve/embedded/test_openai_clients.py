@@ -99,3 +99,42 @@ def test_streamed_answer_matches_the_plain_one(endpoint: Endpoint) -> None:
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == plain.choices[0].message.content
     assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize(
+    ("headers", "needle"),
+    [
+        ({"origin": "http://evil.example", "content-type": "text/plain"}, "Origin"),
+        ({"host": "evil.example:8000"}, "Host"),  # DNS rebinding: the page's own name
+    ],
+)
+def test_web_pages_of_other_sites_are_refused(
+    endpoint: Endpoint, headers: dict[str, str], needle: str
+) -> None:
+    """A page can send a simple cross-site POST to a loopback server (or read it through DNS
+    rebinding): refused before any route, even with the right key (`serve/guard.py`)."""
+    body = {"model": endpoint.model, "messages": QUESTION, "max_tokens": 2}
+    auth = {"authorization": f"Bearer {endpoint.api_key}"}
+    url = f"{endpoint.base_url}/chat/completions"
+    answer = httpx.post(url, json=body, headers={**auth, **headers}, timeout=30)
+    assert answer.status_code == 403 and needle in answer.json()["error"]["message"]
+    own = {**auth, "origin": f"http://{httpx.URL(url).netloc.decode()}"}
+    assert httpx.post(url, json=body, headers=own, timeout=30).status_code == 200
+
+
+def test_models_retrieve_and_penalties_are_answered_not_ignored(endpoint: Endpoint) -> None:
+    """`client.models.retrieve(name)` was a bare 404 (no `/v1/models/{id}`), and a non-zero
+    `presence_penalty` / `frequency_penalty` was silently ignored (200, no penalty applied)."""
+    client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key)
+    assert client.models.retrieve(endpoint.model).id == endpoint.model
+    with pytest.raises(openai.NotFoundError, match="is not served here"):
+        client.models.retrieve("no-such-model")
+    for penalty in ("presence_penalty", "frequency_penalty"):
+        with pytest.raises(openai.BadRequestError, match=penalty):
+            client.chat.completions.create(  # type: ignore[call-overload]
+                model=endpoint.model, messages=QUESTION, max_tokens=2, **{penalty: 0.5}
+            )
+    zero = client.chat.completions.create(
+        model=endpoint.model, messages=QUESTION, max_tokens=2, presence_penalty=0, logit_bias={}
+    )
+    assert zero.choices[0].finish_reason in ("stop", "length")

@@ -107,3 +107,13 @@ def test_a_named_function_that_is_not_offered_is_a_400(server: Endpoint) -> None
     with pytest.raises(openai.BadRequestError) as info:
         _ask(server, tool_choice={"type": "function", "function": {"name": "nope"}})
     assert info.value.response.json()["error"]["param"] == "tool_choice"
+
+
+def test_the_serving_doc_says_what_the_server_does() -> None:
+    """Issue 25 defect 15: docs/serving.md said `required` and a named function were "accepted
+    but not enforced" while the server prefills the start of the call (tested above)."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "serving.md").read_text()
+    flat = " ".join(doc.split())
+    assert "accepted but not enforced" not in flat
+    assert "named function is enforced by prefill" in flat
+    assert NAME_START.replace("\n", "\\n") in flat

@@ -32,10 +32,14 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+ADMIN = {"authorization": "Bearer t"}
+"""The admin token of the tests' proxies (`ProxySettings(admin_token="t")`)."""
+
+
 def asgi_client(proxy: Proxy, client: tuple[str, int] = ("127.0.0.1", 5000)) -> httpx.AsyncClient:
     app = create_proxy_app(proxy)
     transport = httpx.ASGITransport(app=app, client=client)
-    return httpx.AsyncClient(transport=transport, base_url="http://proxy")
+    return httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8100")
 
 
 async def test_switching_upstream_under_load_fails_no_request(tmp_path: Path) -> None:
@@ -47,7 +51,7 @@ async def test_switching_upstream_under_load_fails_no_request(tmp_path: Path) ->
         running(fake_upstream("A", delay_s=0.002)) as a,
         running(fake_upstream("B", delay_s=0.002)) as b,
     ):
-        proxy = Proxy(ProxySettings(upstream=a))
+        proxy = Proxy(ProxySettings(upstream=a, admin_token="t"))
         with running(create_proxy_app(proxy, log)) as base:
             queue = iter(range(total))
             async with httpx.AsyncClient(base_url=base, timeout=30) as client:
@@ -55,7 +59,8 @@ async def test_switching_upstream_under_load_fails_no_request(tmp_path: Path) ->
                 async def worker() -> None:
                     for i in queue:
                         if i == switch_at:
-                            answer = await client.post("/admin/upstream", json={"upstream": b})
+                            body = {"upstream": b}
+                            answer = await client.post("/admin/upstream", json=body, headers=ADMIN)
                             assert answer.json()["previous"] == a
                             switched.set()
                         after = switched.is_set()
@@ -64,8 +69,8 @@ async def test_switching_upstream_under_load_fails_no_request(tmp_path: Path) ->
                         results.append((after, reply.status_code, model))
 
                 await asyncio.gather(*(worker() for _ in range(concurrency)))
-                drained = await client.post("/admin/drain", json={"upstream": a})
-                state = (await client.get("/admin/upstream")).json()
+                drained = await client.post("/admin/drain", json={"upstream": a}, headers=ADMIN)
+                state = (await client.get("/admin/upstream", headers=ADMIN)).json()
     assert len(results) == total
     assert [r for r in results if r[1] != 200] == []  # zero failed requests
     assert {m for after, _, m in results if after} == {"B"}
@@ -172,6 +177,97 @@ async def test_admin_routes_answer_loopback_and_the_token_only() -> None:
         assert ok.json()["upstream"] == "http://127.0.0.1:2"
         assert ok.json()["previous"] == "http://127.0.0.1:1"
     assert proxy.upstream == "http://127.0.0.1:2"
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "needle"),
+    [
+        ({"host": "evil.example:8100"}, 403, "Host"),  # DNS rebinding
+        ({"origin": "http://evil.example"}, 403, "Origin"),
+        ({"origin": "null"}, 403, "Origin"),
+        ({"content-type": "text/plain"}, 415, "application/json"),
+        ({"content-type": "application/x-www-form-urlencoded"}, 415, "application/json"),
+    ],
+)
+async def test_admin_routes_refuse_what_a_browser_page_can_send(
+    headers: dict[str, str], status: int, needle: str
+) -> None:
+    """Issue 25 defect 1: a page's simple POST (text/plain, foreign Origin, rebound Host)
+    never switches the upstream, even with the token."""
+    proxy = Proxy(ProxySettings(upstream="http://127.0.0.1:1", admin_token="t"))
+    body = json.dumps({"upstream": "http://127.0.0.1:2"})
+    sent = {"content-type": "application/json", **ADMIN, **headers}
+    async with asgi_client(proxy) as local:
+        answer = await local.post("/admin/upstream", content=body, headers=sent)
+        drain = await local.post("/admin/drain", content=body, headers=sent)
+    assert (answer.status_code, drain.status_code) == (status, status), answer.text
+    assert needle in answer.json()["error"]["message"]
+    assert proxy.upstream == "http://127.0.0.1:1"
+
+
+async def test_admin_routes_are_off_without_a_token_and_take_their_own_origin() -> None:
+    proxy = Proxy(ProxySettings(upstream="http://127.0.0.1:1"))
+    async with asgi_client(proxy) as local:
+        off = await local.get("/admin/upstream")
+    assert off.status_code == 403 and "--admin-token-file" in off.json()["error"]["message"]
+    proxy = Proxy(ProxySettings(upstream="http://127.0.0.1:1", admin_token="t"))
+    own = {**ADMIN, "origin": "http://127.0.0.1:8100", "host": "localhost:8100"}
+    async with asgi_client(proxy) as local:
+        mine = await local.get(
+            "/admin/upstream", headers={**ADMIN, "origin": "http://127.0.0.1:8100"}
+        )
+        other = await local.get("/admin/upstream", headers=own)  # Origin ≠ http://<Host>
+    assert mine.status_code == 200 and other.status_code == 403
+
+
+async def test_the_upstream_key_goes_only_where_it_is_configured() -> None:
+    """Issue 25 defect 1: a switched-in upstream gets the key only when the switch says so;
+    the configured upstream's origin keeps it."""
+    with (
+        running(fake_upstream("configured")) as configured,
+        running(fake_upstream("other")) as other,
+    ):
+        settings = ProxySettings(upstream=configured, upstream_key="up-secret", admin_token="t")
+        proxy = Proxy(settings)
+        async with asgi_client(proxy) as client:
+            seen = []
+            for switch in (
+                {"upstream": other},
+                {"upstream": f"{configured}/v1"},
+                {"upstream": other, "upstream_key": True},
+            ):
+                ok = await client.post("/admin/upstream", json=switch, headers=ADMIN)
+                assert ok.status_code == 200, ok.text
+                reply = await client.post("/v1/chat/completions", json=chat("hi"))
+                seen.append((reply.json()["model"], reply.headers["x-seen-authorization"]))
+            bad = await client.post(
+                "/admin/upstream", json={"upstream": other, "upstream_key": "yes"}, headers=ADMIN
+            )
+        await proxy.aclose()
+        keyless = Proxy(ProxySettings(upstream=configured, admin_token="t"))
+        async with asgi_client(keyless) as client:
+            asked = {"upstream": other, "upstream_key": True}
+            refused = await client.post("/admin/upstream", json=asked, headers=ADMIN)
+    assert seen == [
+        ("other", ""),
+        ("configured", "Bearer up-secret"),
+        ("other", "Bearer up-secret"),
+    ]
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "upstream_key"
+
+    assert refused.status_code == 400 and "--upstream-key-env" in refused.text
+    assert keyless.upstream == configured
+
+
+@pytest.mark.parametrize("timeout", ["NaN", "Infinity", "-1", "true", '"5"'])
+async def test_a_drain_timeout_must_be_a_finite_number(timeout: str) -> None:
+    """`timeout_s: NaN` passed the `< 0` check and made a drain wait forever."""
+    proxy = Proxy(ProxySettings(upstream="http://127.0.0.1:1", admin_token="t"))
+    drain = f'{{"upstream": "http://127.0.0.1:1", "timeout_s": {timeout}}}'
+    headers = {**ADMIN, "content-type": "application/json"}
+    async with asgi_client(proxy) as client:
+        answer = await client.post("/admin/drain", content=drain, headers=headers)
+    assert answer.status_code == 400 and answer.json()["error"]["param"] == "timeout_s"
 
 
 async def test_keys_body_cap_and_unknown_routes() -> None:

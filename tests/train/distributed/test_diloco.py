@@ -63,9 +63,9 @@ def test_batch_indices_split_each_global_batch_and_cover_each_epoch() -> None:
 def test_check_diloco_names_the_key() -> None:
     with pytest.raises(InputError, match="train.method"):
         check_diloco(diloco_settings(method="grpo"))
-    with pytest.raises(InputError, match=r"train.steps \(42\).*inner_steps \(5\)"):
+    with pytest.raises(InputError, match=r"train.steps: 42 is not a multiple.*inner_steps \(5\)"):
         check_diloco(diloco_settings(steps=42))
-    with pytest.raises(InputError, match=r"batch_size \(7\).*replicas \(2\)"):
+    with pytest.raises(InputError, match=r"batch_size: 7 .*replicas \(2\)"):
         check_diloco(diloco_settings(batch_size=7))
     with pytest.raises(InputError, match="train.nproc"):
         check_diloco(diloco_settings(nproc=2))

@@ -9,6 +9,11 @@ Every section derives from `tuneloop.config.Section` (frozen, no unknown keys, d
 validated), as loop.yaml's do. Relative paths resolve against the YAML file's folder. The
 pure helpers (`dedup`, `decontam`, `training_rows`, `bands`) do not take these models: the
 steps (`steps.py`) unpack them into plain arguments.
+
+`load_corpus_config` reports the schema's errors, and with them `corpus_problems`' (a
+missing source, suite or sample log, an unknown ingester format or scorer; `config.load`'s
+`semantic`), each naming its YAML key and line: a schema error hides none of them. When the
+schema holds, `tuneloop corpus build` checks its inputs before any work (`corpus.pipeline`).
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import Field, model_validator
 
 from tuneloop.config import ConfigPath, Section, load_yaml_model
 from tuneloop.data.decontam import Mutation
+from tuneloop.errors import InputError, did_you_mean
+from tuneloop.registry import ingesters, scorers
 
 Band = Literal["hard", "medium", "easy", "unknown"]
 
@@ -201,5 +209,37 @@ class CorpusConfig(Section):
 
 
 def load_corpus_config(path: Path) -> CorpusConfig:
-    """Read and validate a corpus.yaml; raise InputError listing every error with its path."""
-    return load_yaml_model(path, CorpusConfig, "corpus config")
+    """Read and validate a corpus.yaml; raise InputError listing every error with its YAML
+    key and line — when the schema fails, `corpus_problems`' too (a build checks its inputs
+    itself once the schema holds, `corpus.pipeline`)."""
+    return load_yaml_model(path, CorpusConfig, "corpus config", semantic=corpus_problems)
+
+
+def resolved_corpus_yaml(path: Path) -> str:
+    """The corpus config at `path` as YAML with every path absolute: a copy elsewhere (an
+    archive's `inputs/corpus.yaml`) reads the same files."""
+    return yaml.safe_dump(load_corpus_config(path).model_dump(mode="json"), sort_keys=False)
+
+
+def corpus_problems(cfg: CorpusConfig) -> list[tuple[str, str]]:
+    """(key, message) for each input a build would miss: a source, suite or sample log that
+    does not exist, an ingester format or a scorer that is not registered."""
+    out = []
+    for i, s in enumerate(cfg.sources):
+        if not (s.path.is_file() or s.path.is_dir()):
+            out.append((f"sources.{i}.path", f"{s.path} not found"))
+        try:
+            ingesters.get(s.format)  # imports the built-ins and entry points on first use
+        except InputError as err:
+            out.append((f"sources.{i}.format", str(err)))
+    out += [
+        (f"decontaminate.suites.{i}", f"{p} not found")
+        for i, p in enumerate(cfg.decontaminate.suites)
+        if not p.is_file()
+    ]
+    if cfg.bands is not None and cfg.bands.sample_log and not cfg.bands.sample_log.exists():
+        out.append(("bands.sample_log", f"{cfg.bands.sample_log} not found (run `tuneloop eval`)"))
+    name = cfg.grpo.scorer
+    if name is not None and name not in scorers:
+        out.append(("grpo.scorer", f"unknown scorer {name!r}{did_you_mean(name, scorers.names())}"))
+    return out

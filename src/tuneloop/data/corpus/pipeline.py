@@ -36,7 +36,6 @@ signatures) on Ray Data and everything order-dependent here, with byte-identical
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -57,9 +56,14 @@ from tuneloop.data.corpus.steps import (
 )
 from tuneloop.data.corpus.training_rows import row_or_id
 from tuneloop.data.dedup import LshParams, sketch_info
-from tuneloop.data.files import json_bytes, jsonl_bytes, write_files
+from tuneloop.data.files import (
+    json_bytes,
+    jsonl_bytes,
+    source_files,
+    write_files,
+)
 from tuneloop.data.ingest import ingest_files
-from tuneloop.errors import InputError, did_you_mean
+from tuneloop.errors import InputError, did_you_mean, refuse_overwriting_inputs
 from tuneloop.records import sha256_bytes, sha256_file, sha256_path
 from tuneloop.registry import scorers
 from tuneloop.scrub import Scrubber, ScrubRules
@@ -101,9 +105,11 @@ def build_corpus(
         cfg = cfg.model_copy(update={"executor": spec})
     _check_inputs(cfg, config_path)
     out_dir = Path(out_dir)
+    _check_outputs(cfg, config_path, out_dir)
     with _Progress(progress, total=9) as step:
         step("ingest")
         traces, rejects, sources = _ingest(cfg)
+        _check_records(cfg, sources)
         step("scrub")
         scrubber = Scrubber(ScrubRules(**cfg.scrub.model_dump()))
         made, signed, ran, trace_lines = None, None, {"kind": "local"}, None
@@ -173,21 +179,47 @@ def _check_inputs(cfg: CorpusConfig, config_path: Path) -> None:
         raise InputError(f"{config_path}: {len(missing)} error(s)\n  " + "\n  ".join(missing))
 
 
-_ROTATED = re.compile(r"^(?P<stem>.+)-(?P<n>\d+)\.jsonl$")
+OUTPUT_FILES = (
+    SFT_FILE,
+    PREF_FILE,
+    GRPO_FILE,
+    REJECTS_FILE,
+    REMOVED_FILE,
+    PROVENANCE_FILE,
+    TRACES_FILE,
+)
 
 
-def source_files(path: Path) -> list[Path]:
-    """A source's files: the file itself, or a folder's `*.jsonl` oldest first — a rotated
-    log's `NAME-1.jsonl`, `NAME-2.jsonl`, … (in number order), then the live `NAME.jsonl`
-    (how `tuneloop proxy` and the embedded server rotate their traffic log)."""
-    if path.is_file():
-        return [path]
+def _check_outputs(cfg: CorpusConfig, config_path: Path, out_dir: Path) -> None:
+    """Refuse an out_dir whose outputs would replace an input, or that is a source folder
+    (whose `*.jsonl` the next build would read back as traces)."""
+    for i, spec in enumerate(cfg.sources):
+        if spec.path.is_dir() and spec.path.resolve() == out_dir.resolve():
+            raise InputError(
+                f"out_dir {out_dir}: is the folder of sources.{i}.path; a build would read "
+                "its own outputs back as traces (choose another out_dir)"
+            )
+    inputs = [config_path, *cfg.decontaminate.suites]
+    inputs += [f for spec in cfg.sources for f in source_files(spec.path)]
+    if cfg.bands is not None and cfg.bands.sample_log:
+        inputs.append(cfg.bands.sample_log)
+    refuse_overwriting_inputs([("out_dir", out_dir / name) for name in OUTPUT_FILES], inputs)
 
-    def order(p: Path) -> tuple[str, int]:
-        m = _ROTATED.match(p.name)
-        return (m["stem"], int(m["n"])) if m else (p.stem, 1 << 62)
 
-    return sorted(path.glob("*.jsonl"), key=order)
+def _check_records(cfg: CorpusConfig, sources: list[dict[str, Any]]) -> None:
+    """Refuse a source that read lines but made no record (a wrong `format`), and a build
+    with no record at all: never an empty corpus with exit 0."""
+    for i, (spec, got) in enumerate(zip(cfg.sources, sources, strict=True)):
+        if got["traces"] == 0 and (got["lines_read"] or len(sources) == 1):
+            raise InputError(
+                Scrubber().text(  # a path can hold a secret too
+                    f"sources.{i}.path: {spec.path}: 0 records with format {spec.format} "
+                    f"({got['lines_read']} lines read, {got['rejected']} rejected); nothing "
+                    + ("written — is the format right?" if got["lines_read"] else "written")
+                )
+            )
+    if not any(got["traces"] for got in sources):
+        raise InputError("sources: 0 records in every source; nothing written")
 
 
 def _ingest(cfg: CorpusConfig) -> tuple[list[Any], list[dict[str, Any]], list[dict[str, Any]]]:

@@ -62,7 +62,7 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 if b"\0" in raw:
                     raise UnicodeError
-                line = raw.decode("utf-8")
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a BOM is no text
             except UnicodeError:
                 raise InputError(
                     f"{where}: binary data, not UTF-8 JSON text; expected a corpus JSONL file"
@@ -76,7 +76,12 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             except RecursionError:
                 raise InputError(f"{where}: JSON nested too deeply to be a corpus row") from None
             if not isinstance(row, dict):
-                raise InputError(f"{where}: expected a JSON object")
+                hint = (
+                    " (a JSON array: write one row per line, JSONL)"
+                    if isinstance(row, list)
+                    else ""
+                )
+                raise InputError(f"{where}: expected a JSON object{hint}")
             yield lineno, row
 
 

@@ -1,14 +1,17 @@
 """What every ingester shares: the plugin protocol, line reading, and the accounting rule.
 
 An ingester is a factory registered in `tuneloop.registry.ingesters`; called with its options
-it returns a converter `(file, lines) -> iterable of Trace | Reject`, where `lines` are the
-file's parsed JSON objects with their 1-based line numbers.
+it returns a converter `(file, lines) -> iterable of Trace | Reject | Joined`, where `lines`
+are the file's parsed JSON objects with their 1-based line numbers. One converter is called
+for every file of one ingest in order, so it may carry state from file to file (the
+`openai_chat` ingester joins feedback to an exchange of an earlier file).
 
 Accounting (the "nothing silently lost" rule). Lines read = the file's non-blank lines
 (whitespace-only lines are counted apart as `blank` and are not input). Every line read ends in
 exactly one of two places:
 - ingested: its number is in `source_lines` of at least one written trace (a line merged into
-  a multi-line trace — a Claude Code session — counts once, as ingested);
+  a multi-line trace — a Claude Code session — counts once, as ingested), or the converter
+  yielded it as `Joined` (merged into a trace of an earlier file);
 - rejected: it is in the rejects file with its file, line number, category and reason.
   Categories: `malformed` (not JSON, not an object, or missing what the format needs),
   `unsupported` (a record type the format does not turn into conversation turns), `dropped`
@@ -16,6 +19,10 @@ exactly one of two places:
 `run_ingester` enforces the rule for any plugin: a line a converter neither merged nor rejected
 is rejected as `unaccounted` (a plugin bug, reported, never hidden), so ingested + rejected =
 lines read always holds.
+
+Lines are read as bytes and decoded one by one: a line that is not UTF-8 is a `malformed`
+reject naming the byte (never text with replacement characters slipped into a training row); a
+UTF-8 byte-order mark at the start of a file is ignored; CRLF line ends are read as LF.
 """
 
 from __future__ import annotations
@@ -57,11 +64,19 @@ class Reject:
         }
 
 
+@dataclass(frozen=True)
+class Joined:
+    """A line merged into a trace of an earlier file (feedback for an exchange logged before
+    a rotation): ingested, though no trace of its own file names it."""
+
+    line: int
+
+
 Lines = Iterable[tuple[int, dict[str, Any]]]
 
 
 class Converter(Protocol):
-    def __call__(self, file: str, lines: Lines) -> Iterable[Trace | Reject]: ...
+    def __call__(self, file: str, lines: Lines) -> Iterable[Trace | Reject | Joined]: ...
 
 
 IngesterFactory = Callable[..., Converter]
@@ -112,41 +127,52 @@ def read_json_lines(path: Path, rejects: list[Reject]) -> Iterator[tuple[int, di
     """Yield (line, object) for each line that parses to a JSON object; reject the others.
 
     Blank lines are skipped and not yielded; the caller counts them from `path` separately.
-    Invalid UTF-8 is decoded with replacement characters so one bad byte rejects one line,
-    not the file.
+    A line that is not UTF-8 is rejected by itself (see the module docstring).
     """
     file = str(path)
-    with Path(path).open(encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
+    for lineno, line in _text_lines(path):
+        if isinstance(line, UnicodeDecodeError):
+            bad = line.object[line.start : line.start + 1].hex()
+            reason = f"not UTF-8 text (byte 0x{bad} at column {line.start + 1})"
+            rejects.append(Reject(file, lineno, reason))
+            continue
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            too_deep = _deeper_than(obj, MAX_DEPTH, line)
+        except json.JSONDecodeError as err:
+            rejects.append(Reject(file, lineno, f"invalid JSON: {err.msg}", excerpt=cut(line)))
+            continue
+        except RecursionError:
+            too_deep = True
+        if too_deep:
+            # Rejected, not fatal: like a line that is not JSON, one absurd line must not
+            # stop an ingest of a million good ones, and the rejects file names it. Lines
+            # this deep are not conversations (a log writer looping on itself), and every
+            # later step (scrub, validation, writing) walks values recursively.
+            reason = f"nested deeper than {MAX_DEPTH} levels (not a conversation record)"
+            rejects.append(Reject(file, lineno, reason, excerpt=cut(line)))
+            continue
+        if not isinstance(obj, dict):
+            got = type(obj).__name__
+            hint = " (a JSON array: write one object per line, JSONL)" if got == "list" else ""
+            reason = f"expected a JSON object, got {got}{hint}"
+            rejects.append(Reject(file, lineno, reason, excerpt=cut(line)))
+            continue
+        yield lineno, obj
+
+
+def _text_lines(path: Path) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
+    """(line number, text or the decoding error) of each line of a file read as bytes."""
+    with Path(path).open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
             try:
-                obj = json.loads(line)
-                too_deep = _deeper_than(obj, MAX_DEPTH, line)
-            except json.JSONDecodeError as err:
-                rejects.append(Reject(file, lineno, f"invalid JSON: {err.msg}", excerpt=cut(line)))
-                continue
-            except RecursionError:
-                too_deep = True
-            if too_deep:
-                # Rejected, not fatal: like a line that is not JSON, one absurd line must not
-                # stop an ingest of a million good ones, and the rejects file names it. Lines
-                # this deep are not conversations (a log writer looping on itself), and every
-                # later step (scrub, validation, writing) walks values recursively.
-                reason = f"nested deeper than {MAX_DEPTH} levels (not a conversation record)"
-                rejects.append(Reject(file, lineno, reason, excerpt=cut(line)))
-                continue
-            if not isinstance(obj, dict):
-                rejects.append(
-                    Reject(
-                        file,
-                        lineno,
-                        f"expected a JSON object, got {type(obj).__name__}",
-                        excerpt=cut(line),
-                    )
-                )
-                continue
-            yield lineno, obj
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                yield lineno, err
 
 
 def _deeper_than(obj: Any, limit: int, line: str) -> bool:
@@ -164,15 +190,15 @@ def _deeper_than(obj: Any, limit: int, line: str) -> bool:
 
 
 def line_census(path: Path) -> tuple[set[int], int]:
-    """(numbers of the non-blank lines, count of blank lines) of a text file."""
+    """(numbers of the non-blank lines, count of blank lines) of a text file; a line that is
+    not UTF-8 is not blank (it is read, and rejected)."""
     nonblank: set[int] = set()
     blank = 0
-    with Path(path).open(encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if line.strip():
-                nonblank.add(lineno)
-            else:
-                blank += 1
+    for lineno, line in _text_lines(path):
+        if isinstance(line, UnicodeDecodeError) or line.strip():
+            nonblank.add(lineno)
+        else:
+            blank += 1
     return nonblank, blank
 
 
@@ -180,17 +206,22 @@ def run_ingester(
     converter: Converter, path: Path
 ) -> tuple[list[Trace], list[Reject], IngestReport]:
     """Run one converter over one file and account for every non-blank line."""
+    if Path(path).is_dir():
+        raise InputError(f"{path}: is a folder; give its files (e.g. {path}/*.jsonl)")
     if not Path(path).is_file():
         raise InputError(f"{path}: file not found")
     rejects: list[Reject] = []
     traces: list[Trace] = []
+    joined: set[int] = set()
     for out in converter(str(path), read_json_lines(path, rejects)):
         if isinstance(out, Trace):
             traces.append(out)
+        elif isinstance(out, Joined):
+            joined.add(out.line)
         else:
             rejects.append(out)
     nonblank, blank = line_census(path)
-    ingested = {n for t in traces for n in t.source_lines}
+    ingested = {n for t in traces for n in t.source_lines} | joined
     rejected_lines = {r.line for r in rejects}
     overlap = ingested & rejected_lines
     # A line both merged and rejected counts as ingested; drop the reject so it is not

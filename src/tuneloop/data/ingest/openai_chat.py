@@ -26,7 +26,9 @@ Feedback is read from a top-level (or `metadata.`) `verdict`, `feedback`, `thumb
 A verifiable answer is read from a top-level (or `metadata.`) `reference` or `answer` (a
 string or number, or an object `{answer, scorer, scorer_args}`), with `scorer` and
 `scorer_args` beside it; it becomes `Trace.reference` (a corpus build's GRPO prompt set).
-Text completions (`prompt` → `text`, no chat messages) are `unsupported` rejects.
+Text completions (`prompt` → `text`, no chat messages) are `unsupported` rejects. A feedback
+field (`rating`, `score`, …) holding a number no scale accepts (a rating of 7) rejects its line
+rather than leaving the trace silently unrated.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tuneloop.data.ingest.base import Converter, Lines, Reject, check_options, excerpt
+from tuneloop.data.ingest.base import Converter, Joined, Lines, Reject, check_options, excerpt
 from tuneloop.data.ingest.chat import BadMessage, iso_time, to_messages
 from tuneloop.data.ingest.feedback import normalize_feedback
 from tuneloop.errors import InputError
@@ -45,7 +47,8 @@ from tuneloop.records.trace import Feedback, Message, Reference, Trace
 from tuneloop.registry import ingesters
 
 TraceIndex = dict[str, list[Trace]]
-"""Completion or trace id → the traces that feedback naming it applies to."""
+"""Completion or trace id → the traces that feedback naming it applies to (none: a text
+completion's id)."""
 FEEDBACK_KEYS = ("verdict", "feedback", "thumbs", "rating", "score", "label")
 TIME_KEYS = ("timestamp", "created_at", "time", "start_time", "startTime")
 
@@ -62,6 +65,11 @@ def find_feedback(obj: dict[str, Any]) -> Feedback | None:
                 fb = normalize_feedback({key: value} if key == "rating" else value)
                 if fb is not None:
                     return fb
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    raise BadMessage(
+                        f"{key} {value!r} is out of range (a score in [0, 1], a rating 1..5, "
+                        "or -1 / 1 thumbs)"
+                    )
     return None
 
 
@@ -149,6 +157,8 @@ def _exchange(
     request, response = _body(obj["request"]), _body(obj["response"])
     if isinstance(request, dict) and "messages" not in request and "prompt" in request:
         reason = "a text completion (prompt → text), not a chat exchange"
+        if isinstance(response, dict) and isinstance(response.get("id"), str):
+            by_id.setdefault(response["id"], [])  # so that its feedback is named for what it is
         yield Reject(file, lineno, reason, "unsupported", excerpt(obj))
         return
     status = obj["response"].get("status_code") if isinstance(obj["response"], dict) else None
@@ -188,8 +198,8 @@ def _exchange(
             metadata=_extras(request, choice),
         )
         by_id.setdefault(rid, []).append(trace)
-        if trace.source_id != rid:  # `<id>#<i>`: one choice
-            by_id.setdefault(trace.source_id, []).append(trace)
+        # `<id>#<i>` names one choice, also of a one-choice response (the server accepts it)
+        by_id.setdefault(f"{rid}#{i}", []).append(trace)
         yield trace
 
 
@@ -226,7 +236,9 @@ def openai_chat(**options: Any) -> Converter:
         raise InputError("ingester 'openai_chat': option choices must be 'all' or 'first'")
     first_only = options.get("choices") == "first"
 
-    def convert(file: str, lines: Lines) -> Iterator[Trace | Reject]:
+    earlier: TraceIndex = {}  # the traces of the files read before, by id
+
+    def convert(file: str, lines: Lines) -> Iterator[Trace | Reject | Joined]:
         traces: list[Trace] = []  # held back until every feedback line of the file is read
         feedback: list[tuple[int, dict[str, Any]]] = []
         by_id: TraceIndex = {}
@@ -239,8 +251,10 @@ def openai_chat(**options: Any) -> Converter:
                     traces.append(out)
                 else:
                     yield out
-        yield from join_feedback(file, by_id, feedback)
+        yield from join_feedback(file, by_id, feedback, earlier)
         yield from traces
+        for cid, found in by_id.items():
+            earlier.setdefault(cid, []).extend(found)
 
     return convert
 
@@ -268,10 +282,15 @@ def _line(
 
 
 def join_feedback(
-    file: str, by_id: TraceIndex, lines: list[tuple[int, dict[str, Any]]]
-) -> Iterator[Reject]:
-    """Attach each feedback line to the traces `by_id` files under its id (in place); reject
-    the others. Lines are applied in line order, so the last one wins."""
+    file: str,
+    by_id: TraceIndex,
+    lines: list[tuple[int, dict[str, Any]]],
+    earlier: TraceIndex | None = None,
+) -> Iterator[Reject | Joined]:
+    """Attach each feedback line to the traces `by_id` (this file) or else `earlier` (files
+    read before) files under its id, in place; reject the others. Lines are applied in line
+    order, so the last one wins; a line joined to an earlier file's trace is `Joined`."""
+    earlier = earlier or {}
     for lineno, obj in sorted(lines, key=lambda item: item[0]):
         cid = obj.get("completion_id")
         try:
@@ -282,11 +301,18 @@ def join_feedback(
         if not isinstance(cid, str) or not cid:
             reason = "feedback line without a completion_id string"
             yield Reject(file, lineno, reason, excerpt=excerpt(obj))
+        elif not (by_id.get(cid) or earlier.get(cid)) and (cid in by_id or cid in earlier):
+            reason = f"feedback for completion {cid!r}: a text completion makes no training row"
+            yield Reject(file, lineno, reason, "dropped", excerpt(obj))
+        elif not by_id.get(cid) and cid in earlier:
+            for trace in earlier[cid]:
+                trace.feedback = fb
+            yield Joined(lineno)
         elif cid not in by_id:
             reason = (
-                f"feedback for completion {cid!r}: no exchange in this file has that id — "
-                "feedback is joined within one file (after a log rotation its exchange may "
-                "be in the previous traffic-<n>.jsonl)"
+                f"feedback for completion {cid!r}: no exchange with that id in this file or "
+                "the files before it — feedback is joined to an exchange read earlier or in "
+                "the same file (give a traffic folder, or its files oldest first)"
             )
             yield Reject(file, lineno, reason, "dropped", excerpt(obj))
         else:

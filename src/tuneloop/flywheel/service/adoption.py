@@ -5,8 +5,9 @@ per process:
 
 - a process whose pid is gone, or now belongs to another program (its creation time differs),
   is forgotten and never signalled;
-- the proxy is adopted when it answers `GET /admin/upstream` (and listens on the configured
-  port, unless that is 0); one that is alive but does not answer is stopped;
+- the proxy is adopted when it answers `GET /admin/upstream` with the token it wrote to
+  `proxy.token` (and listens on the configured port, unless that is 0); one that is alive but
+  does not answer is stopped;
 - a server is adopted when it is the adopted proxy's upstream and answers `/health`; any other
   live server — a candidate or an old one from a start or switch a crash interrupted, or one
   whose proxy is gone — is stopped.
@@ -36,13 +37,19 @@ from tuneloop.pidlock import hold_pid_lock
 
 
 def adopt(
-    found: ServiceState, *, host: str, port: int, grace_s: float, log: Callable[[str], None]
+    found: ServiceState,
+    *,
+    host: str,
+    port: int,
+    grace_s: float,
+    log: Callable[[str], None],
+    token: str | None = None,
 ) -> ServiceState:
     """Keep what still answers of `found`, stop the rest; `host`/`port` are the settings'
-    (an adopted proxy keeps the host it was started with)."""
+    (an adopted proxy keeps the host it was started with), `token` the proxy's admin token."""
     host = found.host if found.proxy is not None else host
     state = ServiceState(host=host)
-    upstream = _adopt_proxy(found, port, log)
+    upstream = _adopt_proxy(found, port, log, token)
     if upstream is not None:
         state.proxy = found.proxy
     for server in found.servers:
@@ -63,7 +70,9 @@ def adopt(
     return state
 
 
-def _adopt_proxy(found: ServiceState, port: int, log: Callable[[str], None]) -> str | None:
+def _adopt_proxy(
+    found: ServiceState, port: int, log: Callable[[str], None], token: str | None
+) -> str | None:
     """The adopted proxy's upstream, or None (the proxy was forgotten or stopped)."""
     proxy = found.proxy
     if proxy is None:
@@ -72,7 +81,8 @@ def _adopt_proxy(found: ServiceState, port: int, log: Callable[[str], None]) -> 
         log(f"forgot proxy pid {proxy.pid}: it is gone")
         return None
     try:
-        answer = httpx.get(f"{proxy.url(found.host)}/admin/upstream", timeout=5.0)
+        url = f"{proxy.url(found.host)}/admin/upstream"
+        answer = httpx.get(url, headers=admin_headers(token), timeout=5.0)
         upstream = str(answer.json()["upstream"]) if answer.status_code == 200 else None
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
         upstream = None
@@ -83,6 +93,20 @@ def _adopt_proxy(found: ServiceState, port: int, log: Callable[[str], None]) -> 
         return None
     log(f"adopted proxy pid {proxy.pid} on port {proxy.port} → {upstream}")
     return upstream
+
+
+def read_token(path: Path) -> str | None:
+    """The admin token a proxy wrote to `path`; None when there is none (yet)."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read the proxy's admin token ({err.strerror})") from None
+
+
+def admin_headers(token: str | None) -> dict[str, str]:
+    return {} if token is None else {"authorization": f"Bearer {token}"}
 
 
 def _stop_found(record: ProcessRecord, grace_s: float, log: Callable[[str], None]) -> None:

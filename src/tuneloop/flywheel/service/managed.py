@@ -22,6 +22,12 @@ failed first completion, a timeout — is refused: the old one keeps serving, th
 processes are stopped, and the error names the reason with the server's last log lines
 (fail closed). Every step logs one line.
 
+The proxy's admin routes need its token: the proxy generates one at each start into
+`proxy.token` in the state folder (0600, `--admin-token-file`), and every admin call (switch,
+drain, adoption's probe) reads it from there. A switch asks the proxy to send the upstream key
+(`serve.api_key_env`) to the new server (`"upstream_key": true`): the proxy sends it only to
+upstreams it is told to, and every server of the service takes the same key.
+
 State. `service.json` in the state folder (atomic, rewritten after every step) names the
 proxy and the servers with pid, creation time and port (`processes.py`), and
 `service.lock` keeps a second `ManagedService` off the same folder. A new `ManagedService`
@@ -53,7 +59,13 @@ import httpx
 from tuneloop.config.flywheel import ServeChampionConfig
 from tuneloop.config.models import ServeConfig, ServerConfig
 from tuneloop.errors import InputError, PhaseFailed
-from tuneloop.flywheel.service.adoption import StateLock, adopt, take_lock
+from tuneloop.flywheel.service.adoption import (
+    StateLock,
+    admin_headers,
+    adopt,
+    read_token,
+    take_lock,
+)
 from tuneloop.flywheel.service.processes import (
     PROXY_GRACE_S,
     ProcessRecord,
@@ -132,6 +144,7 @@ class ManagedService:
                 port=settings.port,
                 grace_s=settings.stop_grace_s,
                 log=self.log,
+                token=read_token(self._token_file),
             )
             self._save()
         except BaseException:
@@ -179,8 +192,11 @@ class ManagedService:
         old = self._state.current()
         self.log(f"switch to champion v{version}: starting its server ({model_dir})")
         new = self._start_server(Path(model_dir), version, keeping=old)
+        body: dict[str, Any] = {"upstream": new.url(self._state.host)}
+        if self.settings.server.api_key_env:
+            body["upstream_key"] = True  # every server of ours takes the same key
         try:
-            answer = self._admin("upstream", {"upstream": new.url(self._state.host)}, 10.0)
+            answer = self._admin("upstream", body, 10.0)
         except PhaseFailed:
             self._stop(new)
             raise
@@ -305,8 +321,10 @@ class ManagedService:
         folder, host = self.settings.state_dir, self._state.host
         port_file, log = folder / "proxy.port", folder / "proxy.log"
         port_file.unlink(missing_ok=True)
+        self._token_file.unlink(missing_ok=True)
         argv = [sys.executable, "-m", "tuneloop", "proxy", "--upstream", server.url(host)]
         argv += ["--host", host, "--port", str(self.settings.port), "--port-file", str(port_file)]
+        argv += ["--admin-token-file", str(self._token_file)]
         if self.settings.log_dir is not None:
             argv += ["--log-dir", str(self.settings.log_dir)]
         key_env = self.settings.server.api_key_env
@@ -366,8 +384,9 @@ class ManagedService:
         """POST to the proxy's admin route; PhaseFailed if it does not answer as expected."""
         assert self._state.proxy is not None
         url = f"{self._state.proxy.url(self._state.host)}/admin/{route}"
+        headers = admin_headers(read_token(self._token_file))
         try:
-            answer = httpx.post(url, json=body, timeout=timeout_s)
+            answer = httpx.post(url, json=body, headers=headers, timeout=timeout_s)
         except httpx.HTTPError as err:
             raise PhaseFailed(f"{url} did not answer ({type(err).__name__}: {err})") from None
         ok = answer.status_code == 200 or (route == "drain" and answer.status_code == 504)
@@ -375,6 +394,10 @@ class ManagedService:
             raise PhaseFailed(f"{url} answered HTTP {answer.status_code}: {answer.text[:300]}")
         found: dict[str, Any] = answer.json()
         return found
+
+    @property
+    def _token_file(self) -> Path:
+        return self.settings.state_dir / "proxy.token"
 
     def _save(self) -> None:
         save_state(self.settings.state_dir, self._state)

@@ -10,11 +10,12 @@
 Code outside this package imports from here; the modules import their siblings directly.
 """
 
-from tuneloop.flywheel.watch.command import approve, build_site, round_command, watch
+from tuneloop.flywheel.watch.command import approve, audit_part, build_site, round_command, watch
 from tuneloop.flywheel.watch.look import (
     Looker,
     last_round,
     last_round_of,
+    ledger_rounds,
     round_artifacts,
     round_dir,
 )
@@ -54,12 +55,14 @@ __all__ = [
     "Watcher",
     "Work",
     "approve",
+    "audit_part",
     "build_site",
     "classify_exit",
     "describe_holder",
     "estimate_cost",
     "last_round",
     "last_round_of",
+    "ledger_rounds",
     "lock_path",
     "new_row",
     "open_watch_state",

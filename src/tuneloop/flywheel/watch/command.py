@@ -16,6 +16,7 @@ flywheel; a gate run id still goes to `gate.command.approve` unchanged.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 import time
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from tuneloop.suite import Suite
 
 ROUND_PLACEHOLDERS = ("{round}", "{trigger_file}", "{workdir}", "{config}")
+ROUND_ID = re.compile(r"r\d{4,}")
+"""A watcher round's id (`r0003`), as `tuneloop run --round` takes it."""
 
 
 def round_command(template: str | None, config: Path) -> list[str]:
@@ -74,6 +77,14 @@ def eval_items(cfg: LoopConfig, suite: Suite) -> int:
     return len(resolve_slice(suite, cfg.suite, cfg.eval.slice))
 
 
+def audit_part(cfg: LoopConfig, suite: Suite) -> list[str] | None:
+    """The audit part's item ids under `suite.rolling` (what the audit accuracy is computed
+    on); None without a rolling split (an `--audit-log` is then taken whole)."""
+    from tuneloop.suite import rolling_of
+
+    return rolling_of(suite, cfg.suite).audit_ids if cfg.suite.rolling is not None else None
+
+
 def build_site(cfg: LoopConfig, config: Path, template: str | None) -> Site:
     """The watcher's plain inputs from loop.yaml."""
     from tuneloop.loop.layout import ledger_path
@@ -85,10 +96,12 @@ def build_site(cfg: LoopConfig, config: Path, template: str | None) -> Site:
         workdir=cfg.workdir,
         ledger=ledger_path(cfg),
         suite=suite.items,
+        audit_ids=audit_part(cfg, suite),
         train_data=cfg.train.data,
         work=Work(eval_items(cfg, suite), cfg.eval.n_samples, steps),
         round_command=round_command(template, config),
         before=last_round(cfg.workdir, cfg.train.data, None),
+        config=config,
     )
 
 
@@ -124,8 +137,14 @@ def watch(
     """
     from tuneloop.config import load_config
     from tuneloop.flywheel.service import managed_service, traffic_dir
+    from tuneloop.loop.preflight import flywheel_problems
+    from tuneloop.loop.rounds import preflight_errors, require_rolling
 
-    cfg = load_config(config)
+    # a schema error hides nothing: the round's preflight and the watcher's own checks with it
+    round_errors = preflight_errors(config, as_round=True)
+    cfg = load_config(config, semantic=lambda c: [*round_errors(c), *flywheel_problems(c)])
+    if round_command_template is None:
+        require_rolling(cfg)  # else every round it started would be refused
     flywheel = cfg.flywheel
     site = build_site(cfg, config, round_command_template)
     traffic_dir(flywheel)  # a managed proxy's log folder exists before it is checked
@@ -199,8 +218,17 @@ def approve(
         from tuneloop.loop.layout import ledger_path
 
         cfg = load_config(config)
-        if _approve_round(open_watch_state(cfg.workdir), run):
+        state = open_watch_state(cfg.workdir)
+        if _approve_round(state, run):
             return
+        if ROUND_ID.fullmatch(run):  # a round id, never a gate run id (`<name>-<time>`)
+            where = FlywheelPaths(cfg.workdir).state
+            raise InputError(
+                f"approve {run}: no watcher round {run} in {where}"
+                + ("" if state else " (no watcher has run here)")
+                + "; a round waits for `tuneloop approve` only under flywheel.approval.spend, "
+                "and `tuneloop status CONFIG` lists the rounds"
+            )
         ledger = ledger or ledger_path(cfg)
     approve_promotion(run, ledger or DEFAULT_LEDGER)
 

@@ -1,7 +1,7 @@
 """One look of the watcher: which round came last, what it left, and the flywheel's status.
 
-    looker = Looker(cfg.flywheel, ledger, suite.items)
-    status = looker.look(last_round_of(state, workdir, train_data, before), pacing, now)
+    looker = Looker(cfg.flywheel, ledger, suite.items, audit_ids)
+    status = looker.look(last_round_of(state, workdir, train_data, before, ledger), pacing, now)
 
 `Looker.look` is `gather_status` — the same record `tuneloop status` prints — except that it
 does not re-read what has not changed: when the traffic files, the ledger and the last
@@ -16,8 +16,9 @@ command's (`<workdir>/rounds/<id>/`, the workdir of its loop).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from tuneloop.flywheel.triggers import (
     evaluate_triggers,
 )
 from tuneloop.flywheel.watch.state import WatchState
+from tuneloop.gate.ledger import Round, open_ledger
 from tuneloop.loop.layout import RunLayout
 from tuneloop.samplelog import SUMMARY_FILE
 from tuneloop.suite import SuiteItem
@@ -46,9 +48,9 @@ def round_artifacts(
 ) -> tuple[Path | None, Path | None]:
     """What the watcher reads of a round, where it exists: its training rows
     (`data/sft.jsonl`, the drift reference) and the sample log of the champion it leaves —
-    `eval_post/` when it promoted, else `eval_pre/`. A round evaluates `audit+gate-NNN`, so
-    the "audit" accuracy is measured on the audit part and that round's (then fresh) gate
-    slice: more items, the same population."""
+    `eval_post/` when it promoted, else `eval_pre/`. A round evaluates `audit+gate-NNN`;
+    the audit accuracy is computed on the audit part's items of it alone (`gather_status`'s
+    `audit_ids`), never on the gate slice the round looked at."""
     run = RunLayout(round_dir(workdir, round_id))
     rows = run.corpus_rows
     log, summary = (
@@ -79,29 +81,82 @@ def last_round(workdir: Path, train_data: Path | None, audit_log: Path | None) -
     )
 
 
-def last_round_of(
-    state: WatchState, workdir: Path, train_data: Path | None, before: LastRound | None
-) -> LastRound | None:
-    """The watcher's latest round as status needs it; `before` when it has none.
+@dataclass(frozen=True)
+class _Seen:
+    """One round as the since-line sees it, from the ledger or the watcher's state."""
 
-    Its start is the line between old and new traffic. The drift reference is the newest
-    training rows any round built (else the pre-watcher round's, else `train.data`); the
-    accuracy is the newest round's with a verdict (see `round_artifacts`).
+    round_id: str
+    started_at: float
+    refused: bool
+    """Refused before training: it took no label, so it moves no line."""
+    promoted: bool
+
+
+def _unix(when: str) -> float:
+    """An ISO-8601 time as unix seconds; no zone means UTC (as the ledger writes them)."""
+    at = datetime.fromisoformat(when)
+    return (at if at.tzinfo else at.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def ledger_rounds(ledger: Path | None) -> list[Round]:
+    """Every round the gate ledger holds, hand-run and watcher rounds alike (oldest first);
+    [] without a ledger — the file is never created."""
+    if ledger is None or not Path(ledger).is_file():
+        return []
+    with open_ledger(ledger) as opened:
+        return opened.rounds()
+
+
+def _seen_rounds(state: WatchState | None, ledger: Path | None) -> list[_Seen]:
+    """The rounds of the ledger (the one record every `tuneloop run --round` writes, whoever
+    started it), plus the watcher's rounds it does not hold (a `--round-command` that keeps
+    no ledger); ordered by start."""
+    seen: dict[str, _Seen] = {}
+    for r in ledger_rounds(ledger):
+        last = r.last.outcome if r.last else None
+        seen[r.round_id] = _Seen(
+            r.round_id,
+            _unix(r.start.started_at),
+            refused=last == "refused",
+            promoted=last == "promoted",
+        )
+    for row in state.rounds(limit=100) if state is not None else []:
+        if row.round_id not in seen:
+            seen[row.round_id] = _Seen(
+                row.round_id,
+                row.started_at or row.created_at,
+                refused=row.status == "refused",
+                promoted=row.status == "finished" and row.exit_code == 0,
+            )
+    return sorted(seen.values(), key=lambda s: (s.started_at, s.round_id))
+
+
+def last_round_of(
+    state: WatchState | None,
+    workdir: Path,
+    train_data: Path | None,
+    before: LastRound | None,
+    ledger: Path | None = None,
+) -> LastRound | None:
+    """The latest round that took labels, as status needs it; `before` when there is none.
+
+    One line between old and new labels for `tuneloop status` and the watcher alike: the
+    start of the latest round in the ledger (hand-run with `run --round` or started by the
+    watcher) that was not refused before training — a refused round trained on nothing, so
+    its labels stay new. The drift reference is the newest training rows any such round
+    built (else the pre-watcher round's, else `train.data`); the accuracy is the newest
+    round's champion sample log (see `round_artifacts`).
     """
-    rounds = state.rounds(limit=100)
-    if not rounds:
+    taken = [s for s in _seen_rounds(state, ledger) if not s.refused]
+    if not taken:
         return before
-    found = [
-        round_artifacts(workdir, r.round_id, r.exit_code == 0)
-        for r in reversed(rounds)
-        if r.status == "finished"
-    ]
+    found = [round_artifacts(workdir, s.round_id, s.promoted) for s in reversed(taken)]
     rows = next((f[0] for f in found if f[0] is not None), None)
     audit = next((f[1] for f in found if f[1] is not None), None)
-    latest = rounds[-1]
+    latest = taken[-1]
     return LastRound(
         run_id=latest.round_id,
-        started_at=latest.started_at or latest.created_at,
+        started_at=latest.started_at,
         training_rows=rows or (before.training_rows if before else None) or train_data,
         audit_log=audit or (before.audit_log if before else None),
     )
@@ -144,11 +199,16 @@ class Looker:
     """`gather_status`, reusing the previous measurements while the inputs are unchanged."""
 
     def __init__(
-        self, flywheel: FlywheelConfig, ledger: Path | None, suite: Sequence[SuiteItem]
+        self,
+        flywheel: FlywheelConfig,
+        ledger: Path | None,
+        suite: Sequence[SuiteItem],
+        audit_ids: Collection[str] | None = None,
     ) -> None:
         self.flywheel = flywheel
         self.ledger = ledger
         self.suite = suite
+        self.audit_ids = audit_ids
         self.reused = False
         """Whether the latest look reused the previous measurements."""
         self._previous: tuple[Any, FlywheelStatus] | None = None
@@ -182,6 +242,7 @@ class Looker:
             ledger_path=self.ledger,
             last_round=last,
             suite=self.suite,
+            audit_ids=self.audit_ids,
             pacing=pacing,
             now=now,
         )

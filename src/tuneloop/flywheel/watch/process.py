@@ -104,14 +104,23 @@ def describe_holder(holder: dict[str, Any] | None) -> str:
     )
 
 
+ATTEMPT_HEADER = "=== "
+"""How the watcher starts each attempt's part of the round log (`Watcher._spawn_and_wait`)."""
+
+
 def log_tail(log: Path) -> str:
-    """The round's last words (its `error: …` line says why it refused or failed)."""
+    """The round's last words in its final attempt (its `error: …` line says why it refused
+    or failed). The log is appended over attempts: what an earlier, interrupted attempt said
+    (`received signal 15`) is not the reason of the attempt that ended the round."""
     try:
         with log.open("rb") as fh:
             fh.seek(max(0, log.stat().st_size - 4096))
             lines = fh.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return ""
+    starts = [i for i, line in enumerate(lines) if line.startswith(ATTEMPT_HEADER)]
+    if starts:
+        lines = lines[starts[-1] + 1 :]
     errors = [line for line in lines if line.startswith("error:")]
     return (errors or [line for line in lines if line.strip()] or [""])[-1].strip()
 

@@ -30,6 +30,8 @@ class Site:
     workdir: Path
     ledger: Path | None
     suite: Sequence[SuiteItem]
+    audit_ids: Sequence[str] | None
+    """The audit part's items (`suite.rolling`): the only ones the audit accuracy counts."""
     train_data: Path | None
     """`train.data`: the drift reference until a round has built its own training rows."""
     work: Work
@@ -37,6 +39,8 @@ class Site:
     """argv; `{round}`, `{trigger_file}` and `{workdir}` in an argument are replaced."""
     before: LastRound | None = None
     """The workdir's round from before the watcher (a plain `tuneloop run`), if any."""
+    config: Path | None = None
+    """The loop.yaml, as the user named it: the `--config` of the commands a message names."""
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,13 @@ round never has two processes.
 
 Deliberately different from a retrying job runner: a failed (3) or refused (2) round is not
 retried; it counts as a rejection for the backoff, and the next round needs a new trigger
-(labels are counted from the last round's start). Exit 1 is told apart by the round's own
-outcome row in the ledger: awaiting promotion approval is no rejection. A refused round's
-training seconds count as 0; any other round's whole wall time counts as training seconds
-(an upper bound: the round's phase timings are its own business). A round that ignores
-SIGTERM is waited for: the watcher never kills a round that may be writing its state.
+(labels are counted from the start of the last round that took them, hand-run or not, in the
+ledger: a round refused before training took none, so its labels stay new — `last_round_of`).
+Exit 1 is told apart by the round's own outcome row in the ledger: awaiting promotion approval
+is no rejection. A refused round's training seconds count as 0; any other round's whole wall
+time counts as training seconds (an upper bound: the round's phase timings are its own
+business). A round that ignores SIGTERM is waited for: the watcher never kills a round that may
+be writing its state.
 """
 
 from __future__ import annotations
@@ -54,10 +56,12 @@ from tuneloop.flywheel.watch.look import (
     Looker,
     describe_poll,
     last_round_of,
+    ledger_rounds,
     observations_of,
     round_dir,
 )
 from tuneloop.flywheel.watch.process import (
+    ATTEMPT_HEADER,
     Stopper,
     live_process,
     log_tail,
@@ -109,7 +113,7 @@ class Watcher:
         self.clock = clock
         self.echo = echo
         self.stopper = Stopper()
-        self.looker = Looker(flywheel, site.ledger, site.suite)
+        self.looker = Looker(flywheel, site.ledger, site.suite, site.audit_ids)
 
     # ---- the loop ------------------------------------------------------------------------
 
@@ -148,7 +152,8 @@ class Watcher:
 
     def status(self, now: float) -> FlywheelStatus:
         """One look (see `look.Looker`: unchanged inputs are not read again)."""
-        last = last_round_of(self.state, self.site.workdir, self.site.train_data, self.site.before)
+        site = self.site
+        last = last_round_of(self.state, site.workdir, site.train_data, site.before, site.ledger)
         return self.looker.look(last, self.state.pacing(), now)
 
     def _look(self) -> Step:
@@ -170,7 +175,11 @@ class Watcher:
 
     def _new_round(self, status: FlywheelStatus, now: float) -> Step:
         workdir = self.site.workdir
-        round_id = self.state.next_round_id(lambda rid: round_dir(workdir, rid).exists())
+        # ids a round run by hand took (its folder, or only a ledger row) are not reused
+        in_ledger = {r.round_id for r in ledger_rounds(self.site.ledger)}
+        round_id = self.state.next_round_id(
+            lambda rid: rid in in_ledger or round_dir(workdir, rid).exists()
+        )
         estimate = estimate_cost(self.site.work, self.state.last_finished())
         spend = self.flywheel.approval.spend
         decision = status.triggers
@@ -192,7 +201,7 @@ class Watcher:
         if spend:
             message = (
                 f"round {round_id} ({fired}) awaits approval of its spend: {estimate.text()}; "
-                f"approve with: tuneloop approve {round_id} --config CONFIG"
+                f"approve with: tuneloop approve {round_id} --config {self.site.config or 'CONFIG'}"
             )
             self._record(
                 lambda: self.state.create_round(row, "approval", message), "approval", message, now
@@ -239,7 +248,8 @@ class Watcher:
         argv = self.command(row)
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as out:
-            out.write(f"=== {iso(self.clock())} watcher pid {os.getpid()}: {argv}\n".encode())
+            header = f"{ATTEMPT_HEADER}{iso(self.clock())} watcher pid {os.getpid()}: {argv}\n"
+            out.write(header.encode())
             out.flush()
             try:
                 proc = subprocess.Popen(
@@ -320,7 +330,8 @@ class Watcher:
         outcome = last.outcome if last else None
         if last is not None and outcome == "awaiting_approval":
             run = str(last.run_id or "RUN")
-            return f"awaiting promotion approval: tuneloop approve {run} --config …", run
+            config = self.site.config or "CONFIG"
+            return f"awaiting promotion approval: tuneloop approve {run} --config {config}", run
         return ("rejected" if outcome == "rejected" else default), None
 
     # ---- saying what happened --------------------------------------------------------------

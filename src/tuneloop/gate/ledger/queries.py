@@ -204,6 +204,22 @@ class Ledger:
             ],
         )
 
+    def renewed_items(self, item_ids: list[str]) -> dict[str, set[str]]:
+        """Item id → the new content hashes declared new items (`add_item_changes`: by a
+        verdict under `suite.item_changes: new`, or by `tuneloop ledger renew`) since the last
+        reset."""
+        reset = self.last_reset()
+        wanted = set(item_ids)
+        out: dict[str, set[str]] = {}
+        found = self.conn.execute(
+            "SELECT item_id, new_sha256 FROM item_changes WHERE declared_at >= ? ORDER BY id",
+            (reset.reset_at if reset else "",),
+        ).fetchall()
+        for r in found:
+            if r["item_id"] in wanted:
+                out.setdefault(r["item_id"], set()).add(r["new_sha256"])
+        return out
+
     def item_changes(self) -> list[ItemChange]:
         """Every declared item change, oldest first."""
         found = self.conn.execute("SELECT * FROM item_changes ORDER BY id").fetchall()

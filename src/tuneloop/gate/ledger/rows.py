@@ -55,7 +55,8 @@ class ItemLook(NamedTuple):
 
 @dataclass(frozen=True)
 class ItemChange:
-    """A consumed item id whose content changed, declared a new item (`suite.item_changes`)."""
+    """A consumed item id whose content changed, declared a new item (`suite.item_changes:
+    new`, or `tuneloop ledger renew`)."""
 
     item_id: str
     old_sha256: str | None
@@ -64,7 +65,8 @@ class ItemChange:
     suite_revision: str
     """The revision it is new in."""
     run_id: str
-    """The run whose verdict first judges the new content."""
+    """The run whose verdict first judges the new content; "" when declared before any run
+    (`tuneloop ledger renew`)."""
     declared_at: str
     reason: str
 

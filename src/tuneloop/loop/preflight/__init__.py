@@ -11,20 +11,25 @@ input path (exists, readable, folder or file), with the `replay:` section's teac
 gate slice is evaluated and leaves at least one item for the report, holds at least
 `gate.min_items`, pass@k has k ≤ eval.n_samples, training has a data source, an external
 endpoint is an http(s) URL, a replay has traces and a replay output training reads has a
-replay (`loop.corpus_data.replay_problems`). Errors are collected and raised as one
+replay (`loop.corpus_data.replay_problems`); and what training would refuse after eval_pre
+— `train.distributed` settings this machine cannot run, `train.diloco` settings DiLoCo
+refuses (`train.distributed.diloco.diloco_problems`), a `train.data` line that is not JSON
+or a row the method cannot read. Errors are collected and raised as one
 `InputError`, each naming its YAML key and line in the same format as `load_config`'s
 validation errors; nothing is written. `gate.alpha` ∈ (0, 0.5) is a bound of the config model
 itself, so it is reported with the other validation errors before preflight runs.
 
-A replay whose outputs no training reads is warned about. The other warning is about the gate's
-power (`gate_power.py`): the minimum detectable effect (MDE) of the gate slice's size,
-one-sided at gate.alpha with 80% power (Miller 2024; the formula of `tuneloop.stats.power`).
-The gate promotes only when Δ ≥ margin *and* the one-sided test is significant; when the MDE
-exceeds the margin, a true improvement between the two — one the margin calls worth shipping —
-will most often be rejected as not significant. The spread of item differences comes from
-the round's own eval_pre log when it exists (as `tuneloop power` does with one pilot log);
-otherwise from a stated conservative assumption (see `ASSUMED_SD_DIFF`). A warning never
-changes the exit status.
+A replay whose outputs no training reads is warned about, and so is what `tuneloop watch` and
+`status` would refuse in the `flywheel:` section (`flywheel_problems`: a traffic path that does
+not exist; their `semantic`, so that a schema error hides none of it). The other warning is
+about the gate's power (`gate_power.py`): the minimum detectable effect (MDE) of the gate
+slice's size, one-sided at gate.alpha with 80% power (Miller 2024; the formula of
+`tuneloop.stats.power`). The gate promotes only when Δ ≥ margin *and* the one-sided test is
+significant; when the MDE exceeds the margin, a true improvement between the two — one the
+margin calls worth shipping — will most often be rejected as not significant. The spread of
+item differences comes from the round's own eval_pre log when it exists (as `tuneloop power`
+does with one pilot log); otherwise from a stated conservative assumption (see
+`ASSUMED_SD_DIFF`). A warning never changes the exit status.
 
 Deliberately not checked here: anything that needs a model, a server or the network.
 
@@ -32,7 +37,7 @@ Deliberately not checked here: anything that needs a model, a server or the netw
 the `Findings` every check adds to; `gate_power.py` the power warning.
 """
 
-from tuneloop.loop.preflight.checks import check_before_compute, preflight
+from tuneloop.loop.preflight.checks import check_before_compute, flywheel_problems, preflight
 from tuneloop.loop.preflight.findings import Finding, Findings
 from tuneloop.loop.preflight.gate_power import (
     ASSUMED_SD_DIFF,
@@ -49,6 +54,7 @@ __all__ = [
     "Findings",
     "check_before_compute",
     "check_power",
+    "flywheel_problems",
     "gate_items_needed",
     "gate_mde",
     "preflight",

@@ -63,6 +63,7 @@ def preflight(cfg: LoopConfig) -> Findings:
     _check_rules(cfg, found)
     _check_external(cfg, found)
     _check_training(cfg, found)
+    _check_flywheel(cfg, found)
     suite = _load_suite(cfg, found)
     if suite is not None:
         gate_items = _check_slices(cfg, suite, found)
@@ -88,7 +89,8 @@ def _check_plugins(cfg: LoopConfig, found: Findings) -> None:
         ("train.grpo.scorer", scorers, cfg.train.grpo.scorer),
         ("report.scorer", scorers, cfg.report.scorer),
         ("gate.scorer", scorers, cfg.gate.scorer),
-        *((f"eval.metrics[{i}]", scorers, name) for i, name in enumerate(cfg.eval.metrics)),
+        # `eval.metrics.0`: the YAML path (its line, or `(override)`), as pydantic names it
+        *((f"eval.metrics.{i}", scorers, name) for i, name in enumerate(cfg.eval.metrics)),
     ]
     for key, registry, name in named:
         if name is not None:
@@ -114,7 +116,10 @@ def _check_path(found: Findings, key: str, path: Path, kind: Literal["file", "fo
 
 def _check_paths(cfg: LoopConfig, found: Findings) -> None:
     base = cfg.base_model if isinstance(cfg.base_model, Path) else cfg.flywheel.bootstrap
-    key = "base_model" if isinstance(cfg.base_model, Path) else "flywheel.bootstrap"
+    # a round's config (`base_model: champion`, no champion yet) holds the bootstrap as its base
+    bootstrap = cfg.flywheel.bootstrap is not None and base == cfg.flywheel.bootstrap
+    own = isinstance(cfg.base_model, Path) and not bootstrap
+    key = "base_model" if own else "flywheel.bootstrap"
     if base is None:
         return  # `champion` with no bootstrap: the round needs a champion in the ledger
     if _check_path(found, key, base, "folder") and not (base / "config.json").is_file():
@@ -145,6 +150,28 @@ def _check_paths(cfg: LoopConfig, found: Findings) -> None:
                 key,
                 f"{path}: expected a {kind}, found a {'file' if kind == 'folder' else 'folder'}",
             )
+    _check_outside_workdir(cfg, found)
+
+
+def _check_outside_workdir(cfg: LoopConfig, found: Findings) -> None:
+    """The archives and the ledger outlive a workdir: inside it, every archive would copy the
+    ones before it and clearing the workdir would clear them (and the one-look history)."""
+    work = cfg.workdir.resolve()
+    root = cfg.archive.root
+    if cfg.archive.enabled and root is not None and root.resolve().is_relative_to(work):
+        found.error(
+            "archive.root",
+            f"{root} is inside workdir {cfg.workdir}: each archive would copy the ones before "
+            "it, and clearing the workdir would delete them; leave it unset (<workdir>/../"
+            "archive) or choose a folder outside the workdir",
+        )
+    ledger = cfg.gate.ledger
+    if ledger is not None and ledger.resolve().is_relative_to(work):
+        found.warn(
+            "gate.ledger",
+            f"{ledger} is inside workdir {cfg.workdir}: clearing the workdir would clear the "
+            "one-look history; leave it unset (beside the archives) or move it outside",
+        )
 
 
 def _check_tracking(cfg: LoopConfig, found: Findings) -> None:
@@ -160,15 +187,73 @@ def _check_tracking(cfg: LoopConfig, found: Findings) -> None:
         found.warn("tracking.mlflow", message)
 
 
+def flywheel_problems(cfg: LoopConfig) -> list[tuple[str, str]]:
+    """(key, message) for what `tuneloop watch` and `status` refuse in the `flywheel:` section
+    at their start: a managed service with no folder for its traffic log, a traffic path that
+    does not exist (the managed log folder aside: the watcher creates it). Their `semantic`
+    (`load_config`), so that a schema error hides none of these; `check` warns of them."""
+    fw, out = cfg.flywheel, []
+    log_dir = fw.serve.log_dir or (fw.traffic[0] if fw.traffic else None)
+    if fw.serve.managed and (log_dir is None or log_dir.suffix == ".jsonl"):
+        out.append(
+            (
+                "flywheel.serve.log_dir",
+                "the managed proxy needs a folder for its traffic log; set it, or make the "
+                "first flywheel.traffic entry a folder",
+            )
+        )
+    for i, path in enumerate(fw.traffic):
+        if not path.exists() and not (fw.serve.managed and path == log_dir):
+            out.append(
+                (
+                    f"flywheel.traffic.{i}",
+                    f"{path} does not exist (expected a traffic log file or a folder holding "
+                    "traffic.jsonl, written by the serving proxy)",
+                )
+            )
+    return out
+
+
+def _check_flywheel(cfg: LoopConfig, found: Findings) -> None:
+    """`flywheel_problems`: errors of `watch`, warnings of `check` and `run` (a round reads
+    its traffic through `data.corpus`, not through `flywheel.traffic`)."""
+    for key, message in flywheel_problems(cfg):
+        found.warn(key, f"{message}; `tuneloop watch` and `status` refuse it")
+
+
 def _check_training(cfg: LoopConfig, found: Findings) -> None:
     """`train.distributed` / `train.adapter` settings this machine cannot run (a missing
-    deepspeed or bitsandbytes, 4-bit without a GPU), found before eval_pre spends compute."""
+    deepspeed or bitsandbytes, 4-bit without a GPU), `train.diloco` settings DiLoCo refuses
+    (steps not a multiple of inner_steps, a method other than sft, a lighthouse that is no
+    URL), and a `train.data` file whose rows training would refuse (a broken JSON line, a row
+    the method cannot read): all found before eval_pre spends compute."""
     if cfg.merge.zero_adapter:
         return  # the control arm trains nothing
+    from tuneloop.train.distributed.diloco import diloco_problems
     from tuneloop.train.strategy import strategy_problems
 
-    for key, message in strategy_problems(cfg.train):
+    for key, message in [*strategy_problems(cfg.train), *diloco_problems(cfg.train)]:
         found.error(key, message)
+    data = cfg.train.data
+    if data is not None and data.is_file() and os.access(data, os.R_OK):
+        problem = _train_rows_problem(data, cfg.train.method)
+        if problem is not None:
+            found.error("train.data", problem)
+
+
+def _train_rows_problem(path: Path, method: str) -> str | None:
+    """What training would refuse in the rows of `path` (the first bad line, named
+    `file:line`), for the built-in methods' row shapes; None when they read."""
+    from tuneloop.train.data import dpo_rows, grpo_rows, read_rows, sft_rows
+
+    shapes = {"sft": sft_rows, "grpo": grpo_rows, "dpo": dpo_rows}
+    try:
+        rows = read_rows(path)
+        if method in shapes:
+            shapes[method](rows)
+    except InputError as err:
+        return str(err)
+    return None
 
 
 def _check_rules(cfg: LoopConfig, found: Findings) -> None:

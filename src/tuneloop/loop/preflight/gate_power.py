@@ -1,9 +1,11 @@
 """Preflight's power warning: the gate slice's minimum detectable effect against gate.margin.
 
 The MDE is one-sided at gate.alpha with `POWER` (Miller 2024; the formula of
-`tuneloop.stats.power`). The spread of item differences comes from the round's own eval_pre log
-when it exists, else from the conservative `ASSUMED_SD_DIFF`. `checks.preflight` runs
-`check_power` once the gate slice's size is known.
+`tuneloop.stats.power`), for the items the gate will actually judge: the slice's fresh ones
+(one look per item, `tuneloop.loop.integrity.next_gate_items`), not the whole slice. The spread
+of item differences comes from the round's own eval_pre log when it exists, else from the
+conservative `ASSUMED_SD_DIFF`. `checks.preflight` runs `check_power` once the gate slice's size
+is known.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from tuneloop.errors import InputError
+from tuneloop.loop.integrity import next_gate_items
 from tuneloop.loop.layout import RunLayout
 from tuneloop.loop.preflight.findings import Findings
 
@@ -71,20 +74,33 @@ def gate_items_needed(effect: float, sd_diff: float, alpha: float, power: float 
 
 
 def check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
+    """Warn when the items the gate will judge — the fresh ones of its `n`-item slice — are
+    too few to detect an improvement of gate.margin."""
     g = cfg.gate
+    try:
+        fresh = len(next_gate_items(cfg))
+    except InputError:  # an unreadable suite or ledger: their own checks report it
+        fresh = n
+    if fresh == 0:
+        found.warn(
+            "gate.slice",
+            f"the gate slice {g.slice!r} has {n} items, 0 fresh of {n}: verdicts in the ledger "
+            "already looked at them, so a run that has to decide again is refused before any "
+            "phase. Add items with new ids to the suite (the gate judges only those)",
+        )
+        return
+    judged = (
+        f"all {fresh} (gate.allow_slice_reuse)"
+        if g.allow_slice_reuse
+        else f"only the fresh ones, {fresh} fresh of {n}"
+    )
     sd, source = _sd_diff(cfg)
-    mde = gate_mde(n, sd, g.alpha)
+    mde = gate_mde(fresh, sd, g.alpha)
     if mde <= g.margin:
         return
     if g.margin > 0:
         need = gate_items_needed(g.margin, sd, g.alpha)
-        fraction = cfg.suite.slices.get(g.slice)
-        advice = f"Detecting Δ = margin needs {need} gate items" + (
-            f" (a suite of about {math.ceil(need / fraction)} at suite.slices.{g.slice} = "
-            f"{fraction:g})"
-            if fraction
-            else " (suite.rolling.gate_size)"
-        )
+        advice = f"Detecting Δ = margin needs {need} gate items{_suite_size(cfg, need, fresh, n)}"
     else:
         advice = (
             "Margin 0 counts any improvement, and no slice size detects every one; set "
@@ -92,8 +108,21 @@ def check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
         )
     found.warn(
         "gate.margin",
-        f"the gate slice {g.slice!r} has {n} items: at one-sided alpha {g.alpha:g} with "
-        f"{POWER:.0%} power the minimum detectable effect is Δ = {mde:.3f}, above the margin "
-        f"{g.margin:g}; a true improvement between the two will most often be rejected as not "
-        f"significant. {advice}. sd of item differences {sd:.3f}, {source}",
+        f"the gate slice {g.slice!r} has {n} items, and the gate judges {judged}: at "
+        f"one-sided alpha {g.alpha:g} with {POWER:.0%} power the minimum "
+        f"detectable effect is Δ = {mde:.3f}, above the margin {g.margin:g}; a true "
+        "improvement between the two will most often be rejected as not significant. "
+        f"{advice}. sd of item differences {sd:.3f}, {source}",
     )
+
+
+def _suite_size(cfg: LoopConfig, need: int, fresh: int, n: int) -> str:
+    """How large the suite should be for `need` gate items, or how many new items it needs."""
+    fraction = cfg.suite.slices.get(cfg.gate.slice)
+    key = f"suite.slices.{cfg.gate.slice}"
+    if not fraction:
+        return " (suite.rolling.gate_size)"
+    if fresh < n:
+        more = math.ceil((need - fresh) / fraction)
+        return f" (about {more} items with new ids added to the suite at {key} = {fraction:g})"
+    return f" (a suite of about {math.ceil(need / fraction)} at {key} = {fraction:g})"

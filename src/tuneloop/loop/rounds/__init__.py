@@ -1,7 +1,7 @@
 """Rounds: one run of the loop from the current champion, on the next fresh gate slice.
 
     tuneloop run flywheel.yaml --round next        # or: base_model: champion in the config
-    tuneloop run flywheel.yaml --round r0003       # start or resume round r0003
+    tuneloop run flywheel.yaml --round r0003       # resume r0003 (a new id: only the next)
 
 A round runs in `<workdir>/rounds/<id>/` with its own run id and archive. Before any compute
 it fixes its lineage in `round.json` and in the ledger: the parent champion (version and
@@ -38,6 +38,7 @@ from tuneloop.loop.rounds.lineage import (
     next_round_id,
     plan_round,
     read_trigger,
+    require_rolling,
     round_config,
     round_layout,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "preview_round",
     "read_trigger",
     "record_outcome",
+    "require_rolling",
     "round_config",
     "round_layout",
 ]

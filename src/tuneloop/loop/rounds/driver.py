@@ -1,11 +1,14 @@
 """`tuneloop run CONFIG --round ID|next`: plan, check, record and run one round of the flywheel.
 
-Order, so that a refused round costs nothing and leaves a trace: plan the lineage (ledger
-read only) → preflight the round's config → write `round.json` and the ledger's start row →
-run the phases (resuming what a crash left) → append the outcome and the experiment-log
-entry. A refusal at any step before compute (no fresh gate slice, no champion, a bad config)
-is recorded as `refused` with its reason and exits 2. `next` resumes the latest round when it
-has not ended (failed, interrupted or killed), and starts a new one otherwise.
+Order, so that a refused round costs nothing and leaves a trace: plan the lineage (ledger read
+only) → preflight the round's config → write `round.json` and the ledger's start row → run the
+phases (resuming what a crash left) → append the outcome and the experiment-log entry. A
+refusal at any step before compute (no fresh gate slice, no champion, a bad config) is recorded
+as `refused` with its reason and exits 2 — except what is no round at all, which is refused
+with nothing written: a config without `suite.rolling`, an unreadable trigger file, or a
+`--round rNNNN` that names no known round (and is neither the next id nor the watcher's).
+`next` resumes the latest round when it has not ended (failed, interrupted or killed), and
+starts a new one otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -27,17 +31,19 @@ from tuneloop.loop.phases import PHASES, Phase
 from tuneloop.loop.preflight import check_before_compute
 from tuneloop.loop.rounds.lineage import (
     RoundRecord,
-    check_round_id,
     commit_round,
     existing_round,
     next_round_id,
     plan_round,
     read_trigger,
+    require_rolling,
+    resolve_round_id,
     round_config,
 )
 from tuneloop.loop.rounds.outcome import TERMINAL, record_outcome
+from tuneloop.loop.rounds.preview import preview_round
 from tuneloop.loop.runner import Interrupted, Runner, Selection
-from tuneloop.loop.summary import print_outcome
+from tuneloop.loop.summary import RETRY_ROUND, print_outcome
 from tuneloop.records import read_record_if_exists
 
 console = Console(stderr=True)
@@ -47,10 +53,12 @@ ENDED_EXIT = {"promoted": 0, "finished": 0, "rejected": 1, "awaiting_approval": 
 """The exit status that re-reports a round that has ended (nothing is run or recorded)."""
 
 
-def choose_round(cfg: LoopConfig, asked: str) -> str:
-    """`next` → the latest round if it has not ended, else a new id; else the id asked for."""
+def choose_round(cfg: LoopConfig, asked: str, trigger: dict[str, Any] | None = None) -> str:
+    """`next` → the latest round if it has not ended, else a new id; else the id asked for,
+    which must be a known round, the next new one, or the one the watcher's trigger names
+    (`resolve_round_id`: InputError otherwise, before anything is written)."""
     if asked != "next":
-        return check_round_id(asked)
+        return resolve_round_id(cfg, asked, trigger or {})
     fresh = next_round_id(cfg)
     number = int(fresh[1:]) - 1
     if number >= 1:
@@ -67,12 +75,16 @@ def prepare(
     config_path: Path,
     overrides: list[str] | None,
     round_id: str,
-    trigger_file: Path | None,
+    trigger: dict[str, Any],
+    *,
+    read_only: bool = False,
 ) -> tuple[RoundRecord, LoopConfig, list[str]]:
-    """The round's lineage and config, checked before compute; raises InputError if refused."""
+    """The round's lineage and config, checked before compute; raises InputError if refused.
+    `read_only` (`--plan`): a missing ledger is read as an empty one, never created."""
     record = existing_round(cfg, round_id)
     if record is None:
-        record = plan_round(cfg, config_path, round_id, read_trigger(trigger_file))
+        plan = preview_round if read_only else plan_round
+        record = plan(cfg, config_path, round_id, trigger)
     rcfg = round_config(cfg, record)
     return record, rcfg, check_before_compute(rcfg, config_path, overrides)
 
@@ -112,17 +124,19 @@ def execute(
     """Plan, check, record and run one round; returns the exit status (see the module doc).
 
     With `plan`, only prints what the round would run (through `plan(runner)`), recording
-    nothing. `phases` replaces the phase table (tests run fake model phases).
-    """
-    round_id = choose_round(cfg, req.asked)
-    last = last_outcome(ledger_path(cfg), round_id) if existing_round(cfg, round_id) else None
+    and creating nothing (no ledger, no workdir). `phases` replaces the phase table (tests
+    run fake model phases)."""
+    require_rolling(cfg)  # not a flywheel config: no round to record a refusal against
+    trigger = read_trigger(req.trigger_file)  # an unreadable one is just the error
+    round_id = choose_round(cfg, req.asked, trigger)
+    last = last_outcome(ledger_path(cfg), round_id)
     ended = last.outcome if last else None
     if ended in ENDED_EXIT:  # asked again after it ended (a watcher collecting its status)
         console.print(f"round {round_id} has ended: {ended}", highlight=False)
         return ENDED_EXIT[ended]
     try:
         record, rcfg, warnings = prepare(
-            cfg, req.config_path, req.overrides, round_id, req.trigger_file
+            cfg, req.config_path, req.overrides, round_id, trigger, read_only=plan is not None
         )
     except InputError as err:
         if plan is None:
@@ -177,7 +191,7 @@ def run_round(cfg: LoopConfig, record: RoundRecord, runner: Runner) -> int:
     except (Interrupted, KeyboardInterrupt):
         done("interrupted", f"stopped by a signal; `--round {record.round_id}` resumes it")
         raise
-    code = print_outcome(rcfg, state, runner.wall_s, runner.phase_time)
+    code = print_outcome(rcfg, state, runner.wall_s, runner.phase_time, RETRY_ROUND)
     done(_outcome(rcfg, code))
     return code
 

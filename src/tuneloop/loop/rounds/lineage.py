@@ -57,10 +57,22 @@ def round_layout(cfg: LoopConfig, round_id: str) -> RunLayout:
     return RunLayout(cfg.workdir).round(round_id)
 
 
-def next_round_id(cfg: LoopConfig) -> str:
-    """The id after the highest existing round folder (`r0001` for the first)."""
+def known_round_ids(cfg: LoopConfig) -> list[str]:
+    """Every round id of this config, sorted: its round folders and the ledger's rounds (a
+    round refused before it was planned has a ledger row and no folder). Reads only: a
+    missing ledger is not created."""
     folder = RunLayout(cfg.workdir).rounds
-    numbers = [int(m.group(1)) for p in folder.glob("r*") if (m := _ID.match(p.name))]
+    ids = {p.name for p in folder.glob("r*") if _ID.match(p.name)}
+    ledger = ledger_path(cfg)
+    if ledger.is_file():
+        with open_ledger(ledger) as opened:
+            ids.update(r.round_id for r in opened.rounds() if _ID.match(r.round_id))
+    return sorted(ids, key=lambda rid: int(rid[1:]))
+
+
+def next_round_id(cfg: LoopConfig) -> str:
+    """The id after the highest known round (`known_round_ids`; `r0001` for the first)."""
+    numbers = [int(rid[1:]) for rid in known_round_ids(cfg)]
     return f"r{max(numbers, default=0) + 1:04d}"
 
 
@@ -68,6 +80,23 @@ def check_round_id(round_id: str) -> str:
     if not _ID.match(round_id):
         raise InputError(f"--round {round_id!r}: expected `next` or an id like r0001")
     return round_id
+
+
+def resolve_round_id(cfg: LoopConfig, asked: str, trigger: dict[str, Any]) -> str:
+    """The round `--round ASKED` names: a known round (resumed, or re-reported when it has
+    ended), the next new id, or the id the watcher allocated for this trigger (its trigger
+    file names it). Any other id is refused before anything is written: a typo must not
+    start a round and spend a gate slice."""
+    round_id = check_round_id(asked)
+    known = known_round_ids(cfg)
+    fresh = next_round_id(cfg)
+    if round_id in known or round_id == fresh or trigger.get("round_id") == round_id:
+        return round_id
+    listed = ", ".join(known) if known else "none yet"
+    raise InputError(
+        f"--round {round_id}: no such round in {RunLayout(cfg.workdir).rounds} or the ledger "
+        f"(known: {listed}); `--round next` starts the next one ({fresh})"
+    )
 
 
 def existing_round(cfg: LoopConfig, round_id: str) -> RoundRecord | None:
@@ -78,11 +107,7 @@ def plan_round(
     cfg: LoopConfig, config_path: Path, round_id: str, trigger: dict[str, Any]
 ) -> RoundRecord:
     """The lineage a new round would have (reads the ledger; writes nothing)."""
-    if cfg.suite.rolling is None:
-        raise InputError(
-            "suite.rolling: rounds need a rolling split (an audit part and one-look gate "
-            "slices), e.g. suite.rolling: {audit_fraction: 0.2, gate_size: 50}"
-        )
+    require_rolling(cfg)
     with open_ledger(ledger_path(cfg)) as ledger:
         champion = ledger.current_champion()
         gate_slice = _fresh_slice(cfg, ledger)
@@ -108,11 +133,21 @@ def plan_round(
     )
 
 
+def require_rolling(cfg: LoopConfig) -> None:
+    """InputError unless the config has a rolling split: without one it has no rounds."""
+    if cfg.suite.rolling is None:
+        raise InputError(
+            "suite.rolling: rounds need a rolling split (an audit part and one-look gate "
+            "slices), e.g. suite.rolling: {audit_fraction: 0.2, gate_size: 50}"
+        )
+
+
 def _fresh_slice(cfg: LoopConfig, ledger: Ledger) -> str:
     suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
     # one look per item id and content, whatever the revision (`tuneloop.gate.looks`)
     contents = {i.id: i.content_sha256 for i in suite.items}
-    status = classify(contents, ledger.item_looks(list(contents)))
+    ids = list(contents)
+    status = classify(contents, ledger.item_looks(ids), ledger.renewed_items(ids))
     fresh = set(status.judgeable(cfg.suite.item_changes == "new"))
     index, _ = next_gate_slice(rolling_of(suite, cfg.suite), set(contents) - fresh)
     return gate_slice_name(index)

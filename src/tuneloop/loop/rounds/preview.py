@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError
@@ -27,16 +28,20 @@ from tuneloop.loop.rounds.lineage import (
 )
 
 
-def preview_round(cfg: LoopConfig, config_path: Path) -> RoundRecord:
-    """The next round's plan: like `plan_round`, but a missing ledger is read as an empty one
-    (never created)."""
-    if ledger_path(cfg).exists():
-        return plan_round(cfg, config_path, next_round_id(cfg), {})
-    if cfg.suite.rolling is None:
-        return plan_round(cfg, config_path, next_round_id(cfg), {})  # its error names the key
+def preview_round(
+    cfg: LoopConfig,
+    config_path: Path,
+    round_id: str | None = None,
+    trigger: dict[str, Any] | None = None,
+) -> RoundRecord:
+    """Round `round_id`'s plan (default: the next round's): like `plan_round`, but a missing
+    ledger is read as an empty one (never created)."""
+    round_id = round_id or next_round_id(cfg)
+    if ledger_path(cfg).exists() or cfg.suite.rolling is None:  # the latter's error names it
+        return plan_round(cfg, config_path, round_id, trigger or {})
     parent = bootstrap_descriptor(cfg, hashed=False)
     return RoundRecord(
-        round_id=next_round_id(cfg),
+        round_id=round_id,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         config_path=str(config_path),
         parent_version=1,
@@ -45,6 +50,7 @@ def preview_round(cfg: LoopConfig, config_path: Path) -> RoundRecord:
         base_model=str(parent["path"]),
         gate_slice="gate-000",
         eval_slice="audit+gate-000",
+        trigger=trigger or {},
     )
 
 

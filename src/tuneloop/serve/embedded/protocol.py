@@ -10,11 +10,13 @@ Schema: a bad one is a 400 naming `tools.N.function.parameters`), `tool_choice`,
 messages and assistant messages with `tool_calls`; `stream` (with
 `stream_options.include_usage`) works for both routes.
 
-Deliberate deviations from the OpenAI API: `logprobs`, `logit_bias`, `echo`, `best_of` and
-`suffix` are refused with a 400 rather than ignored, because silently dropping them would
-return something other than what was asked for. `tool_choice: "required"` or a named function
-is enforced by prefilling the start of a call rather than by constrained decoding (see
-`tools.forced_prefix`). Unknown extra fields are ignored (clients send vendor extensions).
+Deliberate deviations from the OpenAI API: `logprobs`, `logit_bias`, `echo`, `best_of`,
+`suffix` and a non-zero `presence_penalty` or `frequency_penalty` are refused with a 400 rather
+than ignored, because silently dropping them would return something other than what was asked
+for (a zero, `false`, `{}` or `null` — what some clients send by default — asks for nothing).
+`tool_choice: "required"` or a named function is enforced by prefilling the start of a call
+rather than by constrained decoding (see `tools.forced_prefix`). Unknown extra fields are
+ignored (clients send vendor extensions).
 """
 
 from __future__ import annotations
@@ -40,7 +42,18 @@ MAX_N = 128
 MAX_STOP = 4
 """OpenAI's limit on stop strings."""
 
-UNSUPPORTED = ("logprobs", "top_logprobs", "logit_bias", "echo", "best_of", "suffix")
+UNSUPPORTED = (
+    "logprobs",
+    "top_logprobs",
+    "logit_bias",
+    "echo",
+    "best_of",
+    "suffix",
+    "presence_penalty",
+    "frequency_penalty",
+)
+UNSET: tuple[Any, ...] = (None, False, 0, {}, [])
+"""Values of an unsupported field that ask for nothing (clients send some by default)."""
 
 
 class FunctionCall(BaseModel):
@@ -275,7 +288,7 @@ def decode_body(raw: bytes, limits: Limits) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError("request body must be a JSON object", code="invalid_json")
     for key in UNSUPPORTED:
-        if body.get(key) not in (None, False, 0):
+        if body.get(key) not in UNSET:
             raise ApiError(f"{key!r} is not supported by this server", param=key)
     return body
 

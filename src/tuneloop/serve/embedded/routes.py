@@ -1,6 +1,7 @@
 """The embedded server's routes: FastAPI handlers over the batching engine.
 
-Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`
+Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models` (and
+`/v1/models/{id}`), `GET /health`
 (which also reports the engine's `running` and `waiting` rows, and how many were `cancelled`
 because their client went away).
 Chat prompts are rendered with the model's chat template and decoding stops at the template's
@@ -167,14 +168,17 @@ class _Routes:
         limits = self.settings.config
         body = decode_body(await read_capped_body(request, limits.max_body_bytes), limits)
         req = parse_chat(body, limits) if kind == "chat" else parse_completion(body, limits)
-        if req.model != self.name:
+        self.check_model(req.model)
+        return req
+
+    def check_model(self, asked: str) -> None:
+        if asked != self.name:
             raise ApiError(
-                f"model {req.model!r} is not served here; this server serves {self.name!r}",
+                f"model {asked!r} is not served here; this server serves {self.name!r}",
                 status=404,
                 param="model",
                 code="model_not_found",
             )
-        return req
 
     async def generate(self, rows: list[Row]) -> list[RowResult]:
         return await asyncio.wrap_future(self.engine.submit(rows))
@@ -264,10 +268,16 @@ class _Routes:
 
     def models(self, request: Request) -> dict[str, Any]:
         self.check_auth(request)
-        return {
-            "object": "list",
-            "data": [{"id": self.name, "object": "model", "created": 0, "owned_by": "tuneloop"}],
-        }
+        return {"object": "list", "data": [self.model_card()]}
+
+    def model(self, request: Request) -> dict[str, Any]:
+        """`GET /v1/models/{id}` (the openai client's `models.retrieve`)."""
+        self.check_auth(request)
+        self.check_model(request.path_params["model"])
+        return self.model_card()
+
+    def model_card(self) -> dict[str, Any]:
+        return {"id": self.name, "object": "model", "created": 0, "owned_by": "tuneloop"}
 
 
 def create_app(engine: Engine, name: str, settings: ServerSettings) -> FastAPI:
@@ -298,6 +308,10 @@ def create_app(engine: Engine, name: str, settings: ServerSettings) -> FastAPI:
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
         return await guarded(routes.models, request)
+
+    @app.get("/v1/models/{model:path}")
+    async def model(request: Request) -> Response:
+        return await guarded(routes.model, request)
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tuneloop.records import atomic_write_text
 from tuneloop.serve.embedded.routes import ServerSettings, create_app
+from tuneloop.serve.guard import BrowserGuard
 from tuneloop.serve.lifecycle import EXIT_BIND, bind, set_pdeathsig
 
 EXIT_LOAD = 4
@@ -94,7 +95,8 @@ def run_server(model_dir: str, settings: ServerSettings) -> int:
 
         install_traffic(app, TrafficLog(Path(settings.traffic_log)), api_key=settings.api_key)
     _log(f"serving {name!r} on http://{settings.config.host}:{port}/v1")
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+    guarded = BrowserGuard(app, settings.config.host)  # no web page of another site
+    config = uvicorn.Config(guarded, log_level="warning", timeout_graceful_shutdown=5)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -2,18 +2,27 @@
 
 Routes: `/v1/*` forwarded by `Proxy.handle`, a bare ASGI app reached ahead of FastAPI's
 middleware and routing (`_ProxyApp`: a proxy's cost per request is what it adds); `GET /health`; the
-admin routes `GET|POST /admin/upstream` and `POST /admin/drain` (loopback clients only, plus
-the admin token when one is set); and, with a `TrafficLog`, the traffic middleware and
-`POST /v1/feedback` (`serve/traffic/`). What the proxy does and why is in `forward.py`;
-`run_proxy` binds (`lifecycle.bind`, before anything else) and serves; the command is
-`tuneloop proxy` (`serve/command.py`).
+admin routes `GET|POST /admin/upstream` and `POST /admin/drain`; and, with a `TrafficLog`, the
+traffic middleware and `POST /v1/feedback` (`serve/traffic/`). What the proxy does and why is
+in `forward.py`; `run_proxy` binds (`lifecycle.bind`, before anything else), writes the admin
+token file, and serves the app inside `BrowserGuard` (`serve/guard.py`: no foreign Host or
+Origin on any route); the command is `tuneloop proxy` (`serve/command.py`).
+
+The admin routes switch where users' prompts go, so each request must pass, in this order:
+a loopback client (403); a `Host` that is a loopback name or the bound host (403: a web page
+reaching the proxy through DNS rebinding names its own host); no `Origin`, or the proxy's own
+(403: a page's cross-site request carries its origin); `Authorization: Bearer <admin token>`
+(401; a proxy without a token answers 403 — the command generates one into a 0600 file,
+`--admin-token-file` or `<log-dir>/admin.token`, unless `--admin-token-env` names one); and
+for a POST, `Content-Type: application/json` (415: a browser's "simple" cross-site POST can
+only be text/plain or a form).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
+import math
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -27,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tuneloop.errors import InputError
 from tuneloop.records import atomic_write_text
 from tuneloop.serve.api_error import ApiError
+from tuneloop.serve.guard import BrowserGuard, is_loopback, own_host
 from tuneloop.serve.lifecycle import EXIT_BIND, bind
 from tuneloop.serve.proxy.forward import Proxy, ProxySettings, check_bearer, normalize_upstream
 from tuneloop.serve.proxy.relay import send_error
@@ -40,15 +50,11 @@ def _error(err: ApiError) -> JSONResponse:
     return JSONResponse(err.body(), status_code=err.status)
 
 
-def is_loopback(host: str | None) -> bool:
-    try:
-        return host is not None and ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
-def create_proxy_app(proxy: Proxy, log: TrafficLog | None = None) -> FastAPI:
-    """The proxy's FastAPI app; with `log`, completions and feedback are logged."""
+def create_proxy_app(
+    proxy: Proxy, log: TrafficLog | None = None, *, host: str = "127.0.0.1"
+) -> FastAPI:
+    """The proxy's FastAPI app; with `log`, completions and feedback are logged. `host` is
+    the interface it is bound to (a `Host` header naming it is the proxy's own)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -68,7 +74,7 @@ def create_proxy_app(proxy: Proxy, log: TrafficLog | None = None) -> FastAPI:
         return JSONResponse(body, status_code=status)
 
     app.add_route("/health", health, methods=["GET"])
-    _admin_routes(app, proxy)
+    _admin_routes(app, proxy, host)
     # routing sees /v1/* only for the methods not forwarded: a 405
     app.router.routes.append(Route("/v1/{path:path}", forwarding, methods=FORWARDED_METHODS))
 
@@ -135,13 +141,35 @@ class _Forwarding:
             await send_error(send, error)
 
 
-def _admin_routes(app: FastAPI, proxy: Proxy) -> None:
-    """`/admin/upstream` (GET, POST) and `/admin/drain` (POST); loopback (+ token) only."""
+def _admin_routes(app: FastAPI, proxy: Proxy, bound: str) -> None:
+    """`/admin/upstream` (GET, POST) and `/admin/drain` (POST), checked as the module
+    docstring says."""
 
     def check(request: Request) -> None:
         if not is_loopback(request.client.host if request.client else None):
             raise ApiError("admin routes answer loopback clients only", status=403)
-        check_bearer(request, proxy.settings.admin_token, "admin token")
+        given = request.headers.get("host", "")
+        if not own_host(given, bound):
+            raise ApiError(f"admin routes: Host {given!r} is not this proxy's", status=403)
+        origin = request.headers.get("origin")
+        if origin is not None and origin.lower() != f"http://{given}".lower():
+            raise ApiError(f"admin routes: Origin {origin!r} is not this proxy's", status=403)
+        token = proxy.settings.admin_token
+        if token is None:
+            raise ApiError(
+                "admin routes are off: start the proxy with --admin-token-file PATH (or "
+                "--log-dir) to have it write a token there, or --admin-token-env VAR",
+                status=403,
+            )
+        check_bearer(request, token, "admin token")
+        if request.method == "POST":
+            kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+            if kind != "application/json":
+                raise ApiError(
+                    f"admin routes take Content-Type: application/json, not {kind or 'none'!r}",
+                    status=415,
+                    code="unsupported_media_type",
+                )
 
     async def target(request: Request) -> str:
         try:
@@ -156,10 +184,20 @@ def _admin_routes(app: FastAPI, proxy: Proxy) -> None:
         except InputError as err:
             raise ApiError(str(err), param="upstream") from None
 
+    async def switch(request: Request) -> str:
+        url = await target(request)
+        keyed = (await request.json()).get("upstream_key", False)
+        if not isinstance(keyed, bool):
+            raise ApiError("upstream_key must be true or false", param="upstream_key")
+        try:
+            return proxy.switch(url, upstream_key=keyed)
+        except ValueError as err:
+            raise ApiError(str(err), param="upstream_key") from None
+
     async def upstream(request: Request) -> Response:
         try:
             check(request)
-            previous = proxy.switch(await target(request)) if request.method == "POST" else None
+            previous = await switch(request) if request.method == "POST" else None
         except ApiError as err:
             return _error(err)
         answer = {"upstream": proxy.upstream, "in_flight": proxy.in_flight()}
@@ -171,8 +209,9 @@ def _admin_routes(app: FastAPI, proxy: Proxy) -> None:
             url = await target(request)
             body = await request.json()
             timeout = body.get("timeout_s", 60.0)
-            if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0:
-                raise ApiError("timeout_s must be a number ≥ 0", param="timeout_s")
+            number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+            if not number or not math.isfinite(timeout) or timeout < 0:
+                raise ApiError("timeout_s must be a finite number ≥ 0", param="timeout_s")
         except ApiError as err:
             return _error(err)
         drained = await proxy.drain(url, float(timeout))
@@ -190,8 +229,10 @@ def run_proxy(
     port: int,
     log: TrafficLog | None,
     port_file: str | None = None,
+    token_file: Path | None = None,
 ) -> int:
-    """Bind and serve; the exit status (3: the port is busy). On SIGTERM/SIGINT in-flight
+    """Bind and serve; the exit status (3: the port is busy). The admin token is written to
+    `token_file` (0600, before the port file) once bound. On SIGTERM/SIGINT in-flight
     requests get 30 s to finish and the log is closed (at the app's shutdown), then uvicorn
     re-raises the signal, so the process ends as killed by it (143 for SIGTERM)."""
     import uvicorn
@@ -207,17 +248,24 @@ def run_proxy(
             log.close()
         return EXIT_BIND
     bound = sock.getsockname()[1]
+    if token_file is not None and settings.admin_token is not None:
+        write_token(token_file, settings.admin_token)
     if port_file:
         atomic_write_text(Path(port_file), f"{bound}\n")
-    app = create_proxy_app(Proxy(settings), log)
+    app = create_proxy_app(Proxy(settings), log, host=host)
     where = f" logging to {log.path}" if log is not None else ""
+    if token_file is not None:
+        where += f"; admin token in {token_file}"
     print(
         f"tuneloop-proxy: http://{host}:{bound}/v1 → {settings.upstream}{where}",
         file=sys.stderr,
         flush=True,
     )
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, timeout_graceful_shutdown=30
+        BrowserGuard(app, host),
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=30,
     )
     try:
         uvicorn.Server(config).run(sockets=[sock])
@@ -225,3 +273,9 @@ def run_proxy(
         if log is not None:
             log.close()
     return 0
+
+
+def write_token(path: Path, token: str) -> None:
+    """`token` into `path`, readable by its owner only (the temp file is made 0600)."""
+    atomic_write_text(path, f"{token}\n")
+    path.chmod(0o600)

@@ -22,8 +22,15 @@ on the old server and every later one goes to the new. Each upstream counts its 
 requests; `await proxy.drain(old)` returns once the old one is idle, after which it may be
 stopped. Another process (the flywheel watcher re-serving a new champion) does the same over
 HTTP: `POST /admin/upstream {"upstream": URL}`, `GET /admin/upstream` (current + in-flight
-counts), `POST /admin/drain {"upstream": URL, "timeout_s": S}`. Admin routes answer loopback
-clients only, and also need `Authorization: Bearer $TOKEN` when `--admin-token-env` names one.
+counts), `POST /admin/drain {"upstream": URL, "timeout_s": S}`. The admin routes' own checks
+(token, Host, Origin, Content-Type) are `app.py`'s.
+
+The upstream key (`--upstream-key-env`) belongs to the configured upstream's origin (scheme,
+host and port): it is sent to an upstream switched in at runtime only when the switch says so
+(`POST /admin/upstream {"upstream": URL, "upstream_key": true}`, what the flywheel's managed
+service does for its own servers, which all take the same key), so that a switch — even an
+authorized one — never hands the key to a listener nobody configured for it. A switched-in
+upstream without it gets no `Authorization` at all.
 
 Errors are OpenAI-style bodies: an unreachable upstream is a 502 naming the reason (a network
 error before the first response byte — a refused connect, a pooled connection the upstream
@@ -47,7 +54,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import aiohttp
 from starlette.types import Receive, Scope, Send
@@ -112,6 +119,9 @@ class Upstream:
     def __init__(self, url: str) -> None:
         self.url = url
         self.in_flight = 0
+        self.auth: str | None = None
+        """The `Authorization` value sent to it: the upstream key, where it is configured for
+        this upstream (see the module docstring)."""
 
 
 class Proxy:
@@ -122,6 +132,7 @@ class Proxy:
         self._lock = threading.Lock()  # switch() may be called from another thread
         self._upstreams: dict[str, Upstream] = {}
         self._current = self._get(normalize_upstream(settings.upstream))
+        self._origin = origin(self._current.url)
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
         read = settings.read_timeout_s
         # `connect` bounds waiting for a pooled connection plus connecting, like httpx's pool
@@ -130,6 +141,7 @@ class Proxy:
         )
         upstream_key = settings.upstream_key
         self._upstream_auth = None if upstream_key is None else f"Bearer {upstream_key}"
+        self._current.auth = self._upstream_auth
         api_key = settings.api_key
         self._client_auth = None if api_key is None else f"Bearer {api_key}".encode()
 
@@ -137,12 +149,21 @@ class Proxy:
     def upstream(self) -> str:
         return self._current.url
 
-    def switch(self, url: str) -> str:
-        """Send new requests to `url` from now on; returns the previous upstream's URL."""
+    def switch(self, url: str, upstream_key: bool = False) -> str:
+        """Send new requests to `url` from now on; returns the previous upstream's URL.
+
+        The upstream key goes to `url` only when it has the configured upstream's origin or
+        `upstream_key` says so; ValueError when `upstream_key` is asked of a proxy without one.
+        """
+        if upstream_key and self._upstream_auth is None:
+            raise ValueError("upstream_key: this proxy has no upstream key (--upstream-key-env)")
         new = self._get(normalize_upstream(url))
+        keyed = upstream_key or origin(new.url) == self._origin
+        new.auth = self._upstream_auth if keyed else None
         with self._lock:
             old, self._current = self._current, new
-        _LOG.warning("upstream switched: %s → %s", old.url, new.url)
+        key = "with" if new.auth is not None else "without"
+        _LOG.warning("upstream switched: %s → %s (%s the upstream key)", old.url, new.url, key)
         return old.url
 
     def in_flight(self) -> dict[str, int]:
@@ -190,7 +211,8 @@ class Proxy:
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI app for `/v1/*`: relay one request to the current upstream."""
         try:
-            headers = self._headers(scope["headers"])
+            _inside_v1(scope)
+            headers, passed = self._headers(scope["headers"])
             body = await read_body(scope, receive, self.settings.max_body_bytes)
         except ApiError as err:
             await send_error(send, err)
@@ -198,6 +220,9 @@ class Proxy:
         if body is None:
             return  # the client went away before its body arrived
         upstream = self._current
+        auth = upstream.auth if self._upstream_auth is not None else passed
+        if auth is not None:
+            headers.append(("authorization", auth))
         upstream.in_flight += 1
         try:
             try:
@@ -209,8 +234,10 @@ class Proxy:
         finally:
             upstream.in_flight -= 1
 
-    def _headers(self, raw: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
-        """The headers sent upstream; ApiError 401 when the client's key is wrong."""
+    def _headers(self, raw: list[tuple[bytes, bytes]]) -> tuple[list[tuple[str, str]], str | None]:
+        """The headers sent upstream but `authorization`, and the client's own `authorization`
+        to pass on when the proxy has no keys of its own; ApiError 401 when the client's key
+        is wrong."""
         headers, given = [], None
         for name, value in raw:
             if name == b"authorization":
@@ -221,12 +248,11 @@ class Proxy:
             given or b"", self._client_auth
         ):
             raise _bad_key("API key")
-        if self._upstream_auth is not None:
-            headers.append(("authorization", self._upstream_auth))
-        elif given is not None and self._client_auth is None:
-            headers.append(("authorization", given.decode("latin-1")))
         headers.append(("accept-encoding", "identity"))
-        return headers
+        passed = (
+            given.decode("latin-1") if given is not None and self._client_auth is None else None
+        )
+        return headers, passed
 
     async def _send(
         self, upstream: Upstream, scope: Scope, headers: list[tuple[str, str]], body: bytes
@@ -282,6 +308,27 @@ class Proxy:
         session = self._sessions.pop(asyncio.get_running_loop(), None)
         if session is not None:
             await session.close()
+
+
+def _inside_v1(scope: Scope) -> None:
+    """ApiError 400 for a path with `.` or `..` segments (raw or percent-encoded, between `/`
+    or `\\`, which some servers read as `/`): forwarded as sent, `/v1/../metrics` would reach
+    whatever an upstream (or a server in front of it that normalizes paths) has outside `/v1`."""
+    raw = scope.get("raw_path") or scope["path"].encode()
+    decoded = unquote(raw.decode("latin-1"))
+    if any(part in (".", "..") for part in decoded.replace("\\", "/").split("/")):
+        raise ApiError(
+            "the path has '.' or '..' segments; the proxy forwards /v1/ paths only",
+            status=400,
+            code="invalid_path",
+        )
+
+
+def origin(url: str) -> str:
+    """`scheme://host:port` of a URL, the port spelled out (what a key belongs to)."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{parts.hostname}:{port}"
 
 
 def _unreachable(upstream: Upstream, err: Exception) -> ApiError:

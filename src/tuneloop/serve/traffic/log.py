@@ -19,6 +19,13 @@ started; rotation happens between lines. Feedback callers wait for their line's 
 exchanges do not (the response is already on its way), but their id enters the in-memory index
 at once so that feedback sent right after a response is accepted.
 
+A deleted log. When the folder or `traffic.jsonl` is deleted (or replaced) under a running
+server, the writer notices before its next write — one `stat` of the path against the open
+descriptor per group commit — and recreates the folder, its lock and a fresh `traffic.jsonl`,
+warns in the server log and counts it (`recreated` in `/health`'s counts): lines written after
+the deletion reach the disk instead of an unlinked file. What was in the deleted file is gone
+with it; completion ids logged before stay known to feedback.
+
 Failure. Any OSError (disk full, read-only or missing folder, permissions) stops logging for
 good: `error` says what and where, `health()` reports it with the count of lines lost since,
 feedback callers get `TrafficLogError`, and a partial write is truncated away. Deliberately no
@@ -240,6 +247,8 @@ class TrafficLog:
         segment, waiting = bytearray(), list[_Item]()
         pending = list(items)
         try:
+            if pending and self.error is None:
+                self._recreate_if_gone()
             while pending:
                 if self.error is not None:
                     raise TrafficLogError(self.error)
@@ -294,6 +303,31 @@ class TrafficLog:
             raise
         self._size += len(data)
 
+    def _recreate_if_gone(self) -> None:
+        """Reopen a fresh log when `traffic.jsonl` is no longer the file we hold open (see
+        the module docstring): deleted with its folder, unlinked, or replaced."""
+        if self._fd is None:
+            return
+        held = os.fstat(self._fd)
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            pass
+        else:
+            if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                return
+        _LOG.warning("%s was deleted or replaced while logging; recreating it", self.path)
+        os.close(self._fd)
+        self._fd = None
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+            self._lock_fd = None
+        self._lock_fd = lock_folder(self.dir)
+        self._open()
+        fsync_dir(self.dir)
+        self._count("recreated")
+
     def _rotate(self) -> None:
         assert self._fd is not None
         os.close(self._fd)
@@ -308,7 +342,7 @@ class TrafficLog:
             return
         path = self.dir / REJECTS
         try:
-            path.parent.mkdir(exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             if path.exists() and path.stat().st_size > self.max_bytes:
                 self._count("feedback_rejects_not_written", len(items))
                 return

@@ -44,6 +44,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.records import Record, read_jsonl, read_record_if_exists, write_record
@@ -101,27 +102,62 @@ class ReplicaSummary(Record):
 
 def check_diloco(s: TrainSettings) -> None:
     """InputError naming the key when `train.diloco` cannot run with these settings."""
+    problems = diloco_problems(s)
+    if problems:
+        raise InputError("\n".join(f"{key}: {message}" for key, message in problems))
+
+
+def diloco_problems(s: TrainSettings) -> list[tuple[str, str]]:
+    """(config key, message) for each setting `train.diloco` cannot run with; empty when
+    DiLoCo is off. `tuneloop check` reports these before any compute, the run refuses them."""
     d = s.diloco
+    if d.replicas == 0:
+        return []
+    out = []
     if s.method != "sft":
-        raise InputError(f"train.diloco: trains `method: sft` only (train.method is {s.method!r})")
+        out.append(("train.method", f"train.diloco trains `method: sft` only (got {s.method!r})"))
     if s.nproc != 1:
-        raise InputError("train.diloco: each replica is one process; set train.nproc: 1")
+        out.append(("train.nproc", "train.diloco runs each replica as one process; set 1"))
     if s.adapter != "lora":
-        raise InputError("train.diloco: syncs LoRA adapters only; set train.adapter: lora")
+        out.append(("train.adapter", "train.diloco syncs LoRA adapters only; set lora"))
     if s.distributed.load_in_4bit:
-        raise InputError(
-            "train.diloco: trains float32 on CPU; unset train.distributed.load_in_4bit"
+        out.append(
+            ("train.distributed.load_in_4bit", "train.diloco trains float32 on CPU; set false")
         )
     if s.steps % d.inner_steps:
-        raise InputError(
-            f"train.steps ({s.steps}) must be a multiple of train.diloco.inner_steps "
-            f"({d.inner_steps}) with train.diloco"
+        out.append(
+            (
+                "train.steps",
+                f"{s.steps} is not a multiple of train.diloco.inner_steps ({d.inner_steps}): "
+                "DiLoCo syncs every inner_steps steps",
+            )
         )
     if s.batch_size % d.replicas:
-        raise InputError(
-            f"train.batch_size ({s.batch_size}) must be divisible by train.diloco.replicas "
-            f"({d.replicas}): it is the batch over all replicas"
+        out.append(
+            (
+                "train.batch_size",
+                f"{s.batch_size} is not divisible by train.diloco.replicas ({d.replicas}): it "
+                "is the batch over all replicas",
+            )
         )
+    if d.lighthouse is not None and not _lighthouse_url(d.lighthouse):
+        out.append(
+            (
+                "train.diloco.lighthouse",
+                f"expected the URL of a running torchft lighthouse, http://HOST:PORT "
+                f"(got {d.lighthouse!r})",
+            )
+        )
+    return out
+
+
+def _lighthouse_url(address: str) -> bool:
+    """Whether `address` is an http(s) URL with a host and a port, as torchft dials it."""
+    try:
+        url = urlsplit(address)
+        return url.scheme in ("http", "https") and bool(url.hostname) and url.port is not None
+    except ValueError:  # a port out of range or not a number
+        return False
 
 
 def start_lighthouse(s: TrainSettings, work: Path) -> tuple[subprocess.Popen | None, str]:
