@@ -145,6 +145,19 @@ def test_drift_is_not_measured_without_one_side(tmp_path: Path) -> None:
 
 def test_a_bad_training_row_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "sft.jsonl"
-    path.write_text('{"messages": []}\n{"prompt": "x"}\n', encoding="utf-8")
+    path.write_text('{"messages": []}\n{"chosen": "x"}\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"sft.jsonl:2: a training row needs a 'messages' list"):
         measure_drift(path, [ex("hi")], features=[], tags={})
+
+
+def test_preference_and_prompt_rows_are_references_too(tmp_path: Path) -> None:
+    """`status` exited 2 on a round trained on DPO pairs: only `messages` rows were read."""
+    path = tmp_path / "train.jsonl"
+    rows = [
+        {"prompt": [{"role": "user", "content": "two words"}], "chosen": "a", "rejected": "b"},
+        {"prompt": "one two three", "completion": "c"},
+        {"messages": chat("hi")},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    _tag, words = measure_drift(path, [ex("hi")], features=[], tags={})
+    assert words.reference == {"0-4": 3} and words.psi == 0.0

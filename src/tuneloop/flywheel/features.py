@@ -109,14 +109,28 @@ def request_features(
 def reference_features(
     sft_path: Path, names: Sequence[str], tags: Mapping[str, str]
 ) -> list[dict[str, str]]:
-    """Features of every training row of an `sft.jsonl` (`messages`, optional `metadata`)."""
+    """Features of the request of every training row of `sft_path`, whatever the method's row
+    shape: `messages` (SFT, GRPO prompt rows) or `prompt` (TRL's preference and
+    prompt-completion rows: a message list or a string), with optional `metadata`."""
     out = []
     for lineno, row in iter_jsonl(sft_path):
-        messages, meta = row.get("messages"), row.get("metadata")
-        if not isinstance(messages, list):
-            raise InputError(f"{sft_path}:{lineno}: a training row needs a 'messages' list")
+        messages, meta = _request_messages(row), row.get("metadata")
+        if messages is None:
+            raise InputError(
+                f"{sft_path}:{lineno}: a training row needs a 'messages' list or a 'prompt'"
+            )
         out.append(request_features(messages, meta if isinstance(meta, dict) else {}, names, tags))
     return out
+
+
+def _request_messages(row: Mapping[str, Any]) -> list[Any] | None:
+    for key in ("messages", "prompt"):
+        value = row.get(key)
+        if isinstance(value, list):
+            return value
+        if key == "prompt" and isinstance(value, str):
+            return [{"role": "user", "content": value}]
+    return None
 
 
 def feature_drift(

@@ -57,7 +57,7 @@ def test_the_power_warning_counts_only_fresh_gate_items(tmp_path: Path) -> None:
     ran = tuneloop("check", config)
     assert ran.code == 0, ran.output
     assert f"the gate slice 'gate' has {len(gate)} items" in ran.stderr
-    assert f"only the fresh ones, {fresh} fresh of {len(gate)}: at" in ran.stderr
+    assert f"only the fresh ones, {fresh} of {len(gate)}: at" in ran.stderr
     found = re.search(r"Δ = ([\d.]+), .* sd of item differences ([\d.]+)", ran.stderr)
     assert found, ran.stderr
     mde, sd = float(found.group(1)), float(found.group(2))

@@ -89,11 +89,12 @@ def check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
             "phase. Add items with new ids to the suite (the gate judges only those)",
         )
         return
-    judged = (
-        f"all {fresh} (gate.allow_slice_reuse)"
-        if g.allow_slice_reuse
-        else f"only the fresh ones, {fresh} fresh of {n}"
-    )
+    if g.allow_slice_reuse:
+        judged = f"has {n} items, all judged (gate.allow_slice_reuse)"
+    elif fresh == n:
+        judged = f"has {n} items, all fresh"
+    else:
+        judged = f"has {n} items, and the gate judges only the fresh ones, {fresh} of {n}"
     sd, source = _sd_diff(cfg)
     mde = gate_mde(fresh, sd, g.alpha)
     if mde <= g.margin:
@@ -108,7 +109,7 @@ def check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
         )
     found.warn(
         "gate.margin",
-        f"the gate slice {g.slice!r} has {n} items, and the gate judges {judged}: at "
+        f"the gate slice {g.slice!r} {judged}: at "
         f"one-sided alpha {g.alpha:g} with {POWER:.0%} power the minimum "
         f"detectable effect is Δ = {mde:.3f}, above the margin {g.margin:g}; a true "
         "improvement between the two will most often be rejected as not significant. "
