@@ -168,11 +168,12 @@ def changed_message(
 ) -> str:
     """Why items changed under a consumed id are refused, and the three ways on."""
     ids = sorted(status.changed)
+    items = " ".join(f"--item {i}" for i in ids) if len(ids) <= 3 else "--item ID …"
     return (
         f"{len(ids)} item(s) of {where} changed content under an id a verdict in {ledger} "
         f"already looked at: {name_ids(ids)}. A changed reference under a consumed id is how a "
         f"holdout leaks; refused {advice.stage}. Restore their content, give them new ids, "
         f"declare every such change new with {advice.declare_new}, or record these changes as "
-        f"new items with a reason: `tuneloop ledger renew {ledger} --suite {suite} --item ID "
+        f"new items with a reason: `tuneloop ledger renew {ledger} --suite {suite} {items} "
         "--reason '...'` (each recorded in the ledger and the experiment log)"
     )
