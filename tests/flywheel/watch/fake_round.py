@@ -43,7 +43,6 @@ def main() -> int:
         event(workdir_p, f"again {round_id}")
         return int(json.loads(done.read_text(encoding="utf-8"))["exit"])
     folder.mkdir(parents=True, exist_ok=True)
-    event(workdir_p, f"start {round_id} {os.getpid()}")
 
     def stop(signum: int, frame: object) -> None:
         if plan.get("ignore_term") and signum == signal.SIGTERM:
@@ -52,8 +51,11 @@ def main() -> int:
         event(workdir_p, f"term {round_id}")
         sys.exit(128 + signum)
 
+    # handlers first: a test that signals on seeing "start" must find them installed (under
+    # load, a SIGTERM between the two once killed the fake silently, with no "term" event)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    event(workdir_p, f"start {round_id} {os.getpid()}")
     end = time.monotonic() + float(plan.get("sleep", 0))
     while time.monotonic() < end:
         time.sleep(0.02)
