@@ -8,6 +8,7 @@ with a relative import (`from ..installed import tuneloop`); pytest runs with
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -103,3 +104,19 @@ def proxy_process(
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=30)
         assert "Traceback" not in stderr, stderr
+
+
+def traffic_status(tmp_path: Path) -> dict:
+    """`tuneloop status --json`'s traffic part (and `stderr`) for a one-item suite reading
+    the traffic folder `tmp_path/traffic`; asserts exit 0."""
+    (tmp_path / "suite.jsonl").write_text(
+        json.dumps({"id": "q1", "messages": [{"role": "user", "content": "x"}], "answer": "4"})
+        + "\n"
+    )
+    (tmp_path / "loop.yaml").write_text(
+        "base_model: model\nworkdir: runs/loop\nsuite: {path: suite.jsonl}\n"
+        "flywheel: {traffic: [traffic]}\n"
+    )
+    ran = tuneloop("status", "loop.yaml", "--json", cwd=tmp_path)
+    assert ran.code == 0, ran.output
+    return {**json.loads(ran.stdout)["traffic"], "stderr": ran.stderr}

@@ -14,10 +14,8 @@ thread pool, once per module, and each test looks up its own result.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ import typer
 from tuneloop.cli import build_app
 
 from . import installed
+from .installed import Ran
 
 # a valid loop config; `run` must refuse its workdir before any phase starts
 ARITH = Path(__file__).resolve().parents[1] / "examples" / "arith" / "loop.yaml"
@@ -57,18 +56,6 @@ def _has_required_param(path: tuple[str, ...]) -> bool:
 
 COMMANDS = _commands()
 MISSING = [p for p in COMMANDS if _has_required_param(p)]
-
-
-@dataclass(frozen=True)
-class Done:
-    args: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
 
 
 def _input_error_cases(tmp: Path) -> dict[str, tuple[str, ...]]:
@@ -160,8 +147,7 @@ def cases(tmp: Path) -> dict[str, tuple[str, ...]]:
 
 
 @pytest.fixture(scope="module")
-def results(cases: dict[str, tuple[str, ...]], tmp: Path) -> Iterator[dict[tuple[str, ...], Done]]:
-    script = installed.script()
+def results(cases: dict[str, tuple[str, ...]], tmp: Path) -> Iterator[dict[tuple[str, ...], Ran]]:
     calls = [(*p, "--no-such-option") for p in COMMANDS]
     calls += [(*p, "--help") for p in COMMANDS]
     calls += [p for p in MISSING]
@@ -169,17 +155,16 @@ def results(cases: dict[str, tuple[str, ...]], tmp: Path) -> Iterator[dict[tuple
     calls += [("no-such-command",)]
     calls += list(cases.values())
 
-    def call(args: tuple[str, ...]) -> Done:
-        done = subprocess.run([script, *args], capture_output=True, text=True, timeout=120, cwd=tmp)
-        return Done(args, done.returncode, done.stdout, done.stderr)
+    def call(args: tuple[str, ...]) -> Ran:
+        return installed.tuneloop(*args, cwd=tmp, timeout=120)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         yield {d.args: d for d in pool.map(call, calls)}
 
 
-def _assert_usage_error(done: Done, path: tuple[str, ...]) -> None:
+def _assert_usage_error(done: Ran, path: tuple[str, ...]) -> None:
     command = " ".join(("tuneloop", *path))
-    assert done.returncode == 2, done.output
+    assert done.code == 2, done.output
     assert "Traceback" not in done.output
     assert f"Usage: {command} " in done.stderr, done.stderr
     assert f"Try '{command} --help' for help." in done.stderr, done.stderr
@@ -195,7 +180,7 @@ def test_every_command_is_exercised() -> None:
 
 @pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
 def test_unknown_option_is_a_usage_error(
-    results: dict[tuple[str, ...], Done], path: tuple[str, ...]
+    results: dict[tuple[str, ...], Ran], path: tuple[str, ...]
 ) -> None:
     done = results[(*path, "--no-such-option")]
     _assert_usage_error(done, path)
@@ -204,7 +189,7 @@ def test_unknown_option_is_a_usage_error(
 
 @pytest.mark.parametrize("path", MISSING, ids=" ".join)
 def test_missing_argument_is_a_usage_error(
-    results: dict[tuple[str, ...], Done], path: tuple[str, ...]
+    results: dict[tuple[str, ...], Ran], path: tuple[str, ...]
 ) -> None:
     done = results[path]
     _assert_usage_error(done, path)
@@ -212,36 +197,36 @@ def test_missing_argument_is_a_usage_error(
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
-def test_help_exits_0(results: dict[tuple[str, ...], Done], path: tuple[str, ...]) -> None:
+def test_help_exits_0(results: dict[tuple[str, ...], Ran], path: tuple[str, ...]) -> None:
     done = results[(*path, "--help")]
-    assert done.returncode == 0, done.output
+    assert done.code == 0, done.output
     assert f"Usage: tuneloop {' '.join(path)} " in done.stdout
     assert "Traceback" not in done.output
 
 
-def test_unknown_command_and_bare_group(results: dict[tuple[str, ...], Done]) -> None:
+def test_unknown_command_and_bare_group(results: dict[tuple[str, ...], Ran]) -> None:
     done = results[("no-such-command",)]
     _assert_usage_error(done, ())
     assert "No such command 'no-such-command'" in done.stderr
     for group in {p[0] for p in COMMANDS if len(p) > 1}:
         bare = results[(group,)]
-        assert bare.returncode == 2 and "Traceback" not in bare.output, bare.output
+        assert bare.code == 2 and "Traceback" not in bare.output, bare.output
         assert f"Usage: tuneloop {group} " in bare.output
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
 def test_input_errors_exit_2_with_one_line(
-    results: dict[tuple[str, ...], Done], cases: dict[str, tuple[str, ...]], case: str
+    results: dict[tuple[str, ...], Ran], cases: dict[str, tuple[str, ...]], case: str
 ) -> None:
     done = results[cases[case]]
-    assert done.returncode == 2, done.output
+    assert done.code == 2, done.output
     assert "Traceback" not in done.output
     assert EXPECTED[case] in done.stderr, done.stderr
     messages = [line for line in done.stderr.splitlines() if line.startswith(("error:", "Error:"))]
     assert len(messages) == 1, done.stderr
 
 
-def test_input_errors_write_nothing(results: dict[tuple[str, ...], Done], tmp: Path) -> None:
+def test_input_errors_write_nothing(results: dict[tuple[str, ...], Ran], tmp: Path) -> None:
     assert results  # every call has finished
     left = sorted(p.name for p in tmp.iterdir())
     assert left == ["a-file", "latin1.jsonl", "latin1.yaml", "loop.yaml"], left

@@ -15,7 +15,7 @@ from tuneloop.flywheel.exchanges import (
     traffic_files,
 )
 
-from ..installed import tuneloop
+from ..installed import traffic_status, tuneloop
 
 
 def exchange(cid: str, t: float, text: str = "what is 2+2", **meta: object) -> dict:
@@ -193,17 +193,7 @@ def test_status_and_ingest_agree_after_a_rotation(tmp_path: Path) -> None:
         [feedback(f"c{i}", 20 + i, verdict="down", correction="4") for i in range(3)]
         + [feedback("gone", 30)],
     )
-    (tmp_path / "suite.jsonl").write_text(
-        json.dumps({"id": "q", "messages": [{"role": "user", "content": "x"}], "answer": "4"})
-        + "\n"
-    )
-    (tmp_path / "loop.yaml").write_text(
-        "base_model: model\nworkdir: runs/loop\nsuite: {path: suite.jsonl}\n"
-        "flywheel: {traffic: [traffic]}\n"
-    )
-    status = tuneloop("status", "loop.yaml", "--json", cwd=tmp_path)
-    assert status.code == 0, status.output
-    summary = json.loads(status.stdout)["traffic"]
+    summary = traffic_status(tmp_path)
     assert (summary["new_labels"], summary["orphan_feedback"]) == (3, 1)
     ingest = tuneloop("ingest", "-f", "openai_chat", logs, "-o", "t.jsonl", cwd=tmp_path)
     assert ingest.code == 0, ingest.output

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from ...installed import proxy_process, tuneloop
+from ...installed import proxy_process, traffic_status
 from ..upstreams import fake_upstream, running
 
 
@@ -23,21 +23,6 @@ def proxy(tmp_path: Path, logs: Path) -> Iterator[str]:
         proxy_process(tmp_path, "--upstream", f"{upstream}/v1", "--log-dir", logs) as base,
     ):
         yield base
-
-
-def _status(tmp_path: Path) -> dict:
-    """`tuneloop status --json`'s traffic part for a one-item suite reading ./traffic."""
-    (tmp_path / "suite.jsonl").write_text(
-        json.dumps({"id": "q1", "messages": [{"role": "user", "content": "x"}], "answer": "4"})
-        + "\n"
-    )
-    (tmp_path / "loop.yaml").write_text(
-        "base_model: model\nworkdir: runs/loop\nsuite: {path: suite.jsonl}\n"
-        "flywheel: {traffic: [traffic]}\n"
-    )
-    ran = tuneloop("status", "loop.yaml", "--json", cwd=tmp_path)
-    assert ran.code == 0, ran.output
-    return {**json.loads(ran.stdout)["traffic"], "stderr": ran.stderr}
 
 
 def _chat(base: str, text: str) -> str:
@@ -88,7 +73,7 @@ def test_a_text_completion_does_not_stall_status(tmp_path: Path) -> None:
         )
         assert reply.status_code == 200, reply.text
     assert len(_lines(logs / "traffic.jsonl")) == 3
-    traffic = _status(tmp_path)
+    traffic = traffic_status(tmp_path)
     assert (traffic["exchanges"], traffic["new_labels"], traffic["skipped_lines"]) == (2, 1, [])
 
 
@@ -107,7 +92,7 @@ def test_a_torn_line_after_a_crash_is_skipped_not_a_stall(tmp_path: Path) -> Non
         assert reply.status_code == 200, reply.text
     raw = (logs / "traffic.jsonl").read_text().splitlines()
     assert raw[0] == '{"timestamp": "2026-12-01T00:00:00Z", "requ' and len(raw) == 3
-    traffic = _status(tmp_path)
+    traffic = traffic_status(tmp_path)
     assert traffic["new_labels"] == 1
     (skipped,) = traffic["skipped_lines"]
     assert "traffic.jsonl:1: not a JSON line" in skipped and skipped in traffic["stderr"]
