@@ -29,7 +29,7 @@ def test_without_a_gpu_it_reports_the_inventory_and_says_no_gpu(tmp_path: Path) 
     done = subprocess.run([str(SCRIPT)], capture_output=True, text=True, env=env, timeout=120)
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
-    for line in ("gpu: none", "torch: ", "vllm: ", "transformers: ", "vllm executable: "):
+    for line in ("gpu: none", "torch: ", "vllm: ", "transformers: ", "vllm environment: "):
         assert line in out, line
     assert "gpu-check: no NVIDIA GPU on this machine" in out
     assert "gpu-check: missing: an NVIDIA GPU" in out

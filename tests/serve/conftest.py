@@ -20,7 +20,7 @@ import pytest
 
 from tuneloop.serve.lifecycle import free_port
 
-FAKE_VLLM = Path(__file__).parent / "fake_vllm" / "vllm"
+from .fake_vllm_env import FAKE_API_SERVER
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
@@ -97,7 +97,7 @@ def fake_endpoint() -> Iterator[Callable[..., str]]:
         env = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
         if api_key is not None:
             env["VLLM_API_KEY"] = api_key
-        argv = [sys.executable, str(FAKE_VLLM), "serve", model, "--port", str(port)]
+        argv = [sys.executable, str(FAKE_API_SERVER), "--model", model, "--port", str(port)]
         procs.append(
             subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         )

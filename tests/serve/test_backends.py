@@ -1,35 +1,38 @@
-"""The vllm and external backends against a fake `vllm` executable (stdlib HTTP server)."""
+"""The vllm and external backends against a fake vLLM environment (a stdlib HTTP server
+answering "42"; tests/serve/fake_vllm_env.py). The real vLLM: tests/serve/test_vllm_real.py."""
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import openai
 import pytest
 
-from tuneloop.config import ServeConfig, ServerConfig, VllmConfig
+from tuneloop.config import ServeConfig, ServerConfig
 from tuneloop.endpoint import Decoding
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.serve.backends import embedded_argv, vllm_argv
 from tuneloop.serving import serving
+from tuneloop.vllm_env import VllmEnv
 
-FAKE_VLLM = Path(__file__).parent / "fake_vllm" / "vllm"
+from .fake_vllm_env import make_fake_vllm_env
+
 KEY = "sk-test-0123456789abcdef"
+GPU = VllmEnv(Path("/env/bin/python"), "0.32.0", cpu=False, source="test")
+CPU = VllmEnv(Path("/env/bin/python"), "0.32.0", cpu=True, source="test")
+SERVER = ["/env/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
 
 
 @pytest.fixture
-def fake_vllm_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The fake's shebang asks for python3: make that this interpreter.
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "python3").symlink_to(sys.executable)
-    monkeypatch.setenv("PATH", f"{FAKE_VLLM.parent}:{bindir}:{os.environ['PATH']}")
+def fake_env(tmp_path: Path) -> Path:
+    return make_fake_vllm_env(tmp_path / "fake-vllm-env")
 
 
-def vllm_config(**vllm: object) -> ServeConfig:
+def vllm_config(env: Path | None = None, **vllm: object) -> ServeConfig:
+    if env is not None:
+        vllm["env"] = str(env)
     return ServeConfig.model_validate({"backend": "vllm", "vllm": vllm})
 
 
@@ -38,28 +41,45 @@ def external_config(**external: object) -> ServeConfig:
 
 
 def test_vllm_argv_carries_every_setting() -> None:
-    vllm = VllmConfig(
+    config = vllm_config(
         dtype="bfloat16",
         max_model_len=4096,
         gpu_memory_utilization=0.8,
+        seed=7,
         tensor_parallel_size=2,
         data_parallel_size=4,
         extra_args=["--enforce-eager"],
     )
-    assert vllm_argv("/m", "127.0.0.1", 8011, vllm) == [
-        "vllm", "serve", "/m", "--host", "127.0.0.1", "--port", "8011",
-        "--dtype", "bfloat16", "--max-model-len", "4096",
+    assert vllm_argv("/m", "127.0.0.1", 8011, config, GPU) == [
+        *SERVER, "--model", "/m", "--host", "127.0.0.1", "--port", "8011",
+        "--dtype", "bfloat16", "--seed", "7", "--max-model-len", "4096",
         "--gpu-memory-utilization", "0.8", "--tensor-parallel-size", "2",
         "--data-parallel-size", "4", "--enforce-eager",
     ]  # fmt: skip
-    defaults = vllm_argv("/m", "h", 1, VllmConfig())  # the defaults are VllmConfig's own
+    defaults = vllm_argv("/m", "h", 1, vllm_config(), GPU)  # the defaults are VllmConfig's own
     assert defaults == [
-        "vllm", "serve", "/m", "--host", "h", "--port", "1", "--dtype", "auto",
-        "--gpu-memory-utilization", "0.9", "--tensor-parallel-size", "1",
+        *SERVER, "--model", "/m", "--host", "h", "--port", "1", "--dtype", "auto",
+        "--seed", "0", "--gpu-memory-utilization", "0.9", "--tensor-parallel-size", "1",
         "--data-parallel-size", "1",
     ]  # fmt: skip
-    tools = vllm_argv("/m", "h", 1, vllm_config(tool_call_parser="hermes").vllm)
+    tools = vllm_argv("/m", "h", 1, vllm_config(tool_call_parser="hermes"), GPU)
     assert tools[-3:] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+
+
+def test_a_cpu_build_gets_a_fixed_kv_cache_instead_of_a_share_of_host_memory() -> None:
+    def kv_bytes(argv: list[str]) -> int | None:
+        flag = "--kv-cache-memory-bytes"
+        return int(argv[argv.index(flag) + 1]) if flag in argv else None
+
+    assert kv_bytes(vllm_argv("/m", "h", 1, vllm_config(), CPU)) == 2**30
+    assert kv_bytes(vllm_argv("/m", "h", 1, vllm_config(kv_cache_gib=2.5), CPU)) == 5 * 2**29
+    assert kv_bytes(vllm_argv("/m", "h", 1, vllm_config(), GPU)) is None
+    assert kv_bytes(vllm_argv("/m", "h", 1, vllm_config(kv_cache_gib=4), GPU)) == 4 * 2**30
+
+
+def test_the_old_executable_key_names_its_replacement() -> None:
+    with pytest.raises(ValueError, match="serve.vllm.env"):
+        vllm_config(executable="vllm")
 
 
 def test_the_embedded_command_line_carries_every_server_setting() -> None:
@@ -72,7 +92,7 @@ def test_the_embedded_command_line_carries_every_server_setting() -> None:
 
 
 def test_vllm_backend_serves_through_the_fake(
-    fake_vllm_on_path: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TEST_VLLM_KEY", KEY)
     log = tmp_path / "vllm.log"
@@ -81,7 +101,7 @@ def test_vllm_backend_serves_through_the_fake(
             "backend": "vllm",
             "api_key_env": "TEST_VLLM_KEY",
             "startup_timeout_s": 60,
-            "vllm": {"dtype": "float16", "extra_args": ["--enforce-eager"]},
+            "vllm": {"env": str(fake_env), "dtype": "float16", "extra_args": ["--enforce-eager"]},
         }
     )
     with serving("org/model", config, log_path=log) as ep:
@@ -93,21 +113,19 @@ def test_vllm_backend_serves_through_the_fake(
         pid = ep.pid
     assert [c.message.content for c in reply.choices] == ["42", "42"]
     text = log.read_text()
-    assert "serve org/model" in text and "--dtype float16 " in text and "--enforce-eager" in text
+    assert "--model org/model" in text and "--dtype float16 " in text and "--enforce-eager" in text
     assert KEY not in text and KEY not in repr(ep)
     assert pid is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
 
 
-def test_vllm_backend_loads_the_contract_generation_config(
-    fake_vllm_on_path: None, tmp_path: Path
-) -> None:
+def test_vllm_backend_loads_the_contract_generation_config(fake_env: Path, tmp_path: Path) -> None:
     import json
 
     log = tmp_path / "vllm.log"
     contract = Decoding((0, 2), {"do_sample": False, "max_new_tokens": 8})
-    with serving("org/model", vllm_config(), log_path=log, decoding=contract) as ep:
+    with serving("org/model", vllm_config(fake_env), log_path=log, decoding=contract) as ep:
         assert ep.decoding_applied
         argv = next(line for line in log.read_text().splitlines() if "fake vllm argv" in line)
         folder = Path(argv.split("--generation-config ")[1].split()[0])
@@ -117,16 +135,18 @@ def test_vllm_backend_loads_the_contract_generation_config(
 
 
 def test_vllm_startup_failure_shows_its_log(
-    fake_vllm_on_path: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_VLLM_FAIL", "1")
-    with pytest.raises(PhaseFailed, match="failing on purpose"), serving("m", vllm_config()):
+    config = vllm_config(fake_env)
+    with pytest.raises(PhaseFailed, match="failing on purpose"), serving("m", config):
         pass
 
 
-def test_vllm_missing_executable_is_an_input_error() -> None:
-    config = vllm_config(executable="/nonexistent/vllm")
-    with pytest.raises(InputError, match="serve.vllm.executable"), serving("m", config):
+def test_a_missing_vllm_environment_is_an_input_error_naming_the_setup(tmp_path: Path) -> None:
+    config = vllm_config(tmp_path / "nowhere")
+    refused = pytest.raises(InputError, match="serve.vllm.env: .*`scripts/setup --vllm`")
+    with refused, serving("m", config):
         pass
 
 
@@ -185,5 +205,8 @@ def test_serve_max_model_len_reaches_the_embedded_and_the_vllm_command_line() ->
     config = ServeConfig.model_validate({"max_model_len": 192, "vllm": {"max_model_len": 256}})
     argv = embedded_argv(Path("/m"), "127.0.0.1", 0, config)
     assert argv[argv.index("--max-model-len") + 1] == "192"
-    argv = vllm_argv("/m", "127.0.0.1", 8000, config.vllm)  # serve.vllm's own, as before
+    argv = vllm_argv("/m", "127.0.0.1", 8000, config, GPU)  # serve.vllm's own comes first
     assert argv[argv.index("--max-model-len") + 1] == "256"
+    shared = ServeConfig.model_validate({"max_model_len": 192})  # else serve's reaches vLLM
+    argv = vllm_argv("/m", "127.0.0.1", 8000, shared, GPU)
+    assert argv[argv.index("--max-model-len") + 1] == "192"

@@ -14,10 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tuneloop.config import ServeConfig, ServerConfig, VllmConfig
+from tuneloop.config import ServeConfig, ServerConfig
 from tuneloop.endpoint import Decoding
 from tuneloop.serve.backends import embedded_argv, vllm_argv
 from tuneloop.serving import serving
+from tuneloop.vllm_env import VllmEnv
 
 REPO = Path(__file__).resolve().parents[2]
 ARITH_MODEL = REPO / "examples" / "arith" / "model"
@@ -103,7 +104,8 @@ def test_every_process_backend_carries_the_contract() -> None:
     argv = embedded_argv(Path("/m"), "127.0.0.1", 0, ServerConfig(), contract)
     assert argv[argv.index("--stop-token-ids") + 1] == "0,2"
     assert "--stop-token-ids" not in embedded_argv(Path("/m"), "127.0.0.1", 0, ServerConfig())
-    assert "--generation-config" not in vllm_argv("/m", "127.0.0.1", 1, VllmConfig())
+    gpu = VllmEnv(Path("/env/bin/python"), None, cpu=False, source="test")
+    assert "--generation-config" not in vllm_argv("/m", "127.0.0.1", 1, ServeConfig(), gpu)
     assert contract.served_generation_config() == {"do_sample": False, "eos_token_id": [0, 2]}
 
 

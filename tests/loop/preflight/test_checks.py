@@ -467,3 +467,15 @@ def test_an_archive_root_inside_the_workdir_is_refused(project: Path) -> None:
         "warning: gate.ledger (override): ",
     )
     assert_nothing_written(project)
+
+
+def test_a_vllm_backend_without_a_vllm_environment_is_refused_before_compute(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = edit(GOOD, "  backend:", f"  backend: vllm\n  vllm:\n    env: {project / 'no-env'}")
+    (project / "loop.yaml").write_text(text)
+    rc, _, err = cli(capsys, monkeypatch, "check", str(project / "loop.yaml"))
+    assert rc == 2, err
+    line = next(x for x in err.splitlines() if "serve.vllm.env" in x)
+    assert f"serve.vllm.env (line {line_of(text, '    env:')}): {project / 'no-env'} " in line
+    assert "does not exist" in line and "`scripts/setup --vllm`" in line

@@ -10,12 +10,13 @@ input path (exists, readable, folder or file), with the `replay:` section's teac
 (`tuneloop.tracking.check_uri`); and the rules that tie sections together — the
 gate slice is evaluated and leaves at least one item for the report, holds at least
 `gate.min_items`, pass@k has k ≤ eval.n_samples, training has a data source, an external
-endpoint is an http(s) URL, a replay has traces and a replay output training reads has a
-replay (`loop.corpus_data.replay_problems`); and what training would refuse after eval_pre
-— `train.distributed` settings this machine cannot run, `train.diloco` settings DiLoCo
-refuses (`train.distributed.diloco.diloco_problems`), a `train.data` line that is not JSON
-or a row the method cannot read. Errors are collected and raised as one
-`InputError`, each naming its YAML key and line in the same format as `load_config`'s
+endpoint is an http(s) URL, `serve.backend: vllm` has a vLLM environment
+(`tuneloop.vllm_env`: `scripts/setup --vllm` builds it), a replay has traces and a replay
+output training reads has a replay (`loop.corpus_data.replay_problems`); and what training
+would refuse after eval_pre — `train.distributed` settings this machine cannot run,
+`train.diloco` settings DiLoCo refuses (`train.distributed.diloco.diloco_problems`), a
+`train.data` line that is not JSON or a row the method cannot read. Errors are collected and
+raised as one `InputError`, each naming its YAML key and line in the same format as `load_config`'s
 validation errors; nothing is written. `gate.alpha` ∈ (0, 0.5) is a bound of the config model
 itself, so it is reported with the other validation errors before preflight runs.
 

@@ -23,6 +23,7 @@ from tuneloop.loop.preflight.findings import Findings
 from tuneloop.loop.preflight.gate_power import check_power
 from tuneloop.registry import Registry, scorers, serve_backends, trainers
 from tuneloop.suite import Suite, load_suite, resolve_slice
+from tuneloop.vllm_env import find_vllm
 
 # ---- the shell: locate findings in the YAML, raise or return ---------------------------------
 
@@ -278,13 +279,19 @@ def _check_rules(cfg: LoopConfig, found: Findings) -> None:
 
 
 def _check_external(cfg: LoopConfig, found: Findings) -> None:
-    """The serving settings a backend reads only when it starts (minutes into a run).
+    """The serving settings a backend reads only when it starts (minutes into a run): the
+    vLLM environment (`tuneloop.vllm_env`), the API key's variable, the external URLs.
 
     EXTEND HERE as `serve.external` grows. That pre and post name different models unless
     `aa_control` is set is already a validation rule of the config model (ExternalConfig),
     reported by load_config before preflight runs.
     """
     serve = cfg.serve
+    if serve.backend == "vllm":
+        try:  # a missing vLLM environment, minutes before the first server would start
+            find_vllm(serve.vllm.env)
+        except InputError as err:
+            found.error("serve.vllm.env", str(err).removeprefix("serve.vllm.env: "))
     if serve.backend != "external":
         key_env, key_path = serve.api_key_env, "serve.api_key_env"
     else:

@@ -1,5 +1,6 @@
-#!/usr/bin/env python3
-"""A fake `vllm` executable for the serving tests: `vllm serve MODEL --host H --port P ...`.
+"""A fake vLLM API server for the serving tests: `python -m vllm.entrypoints.openai.api_server
+--model MODEL --host H --port P ...` with this package on PYTHONPATH (tests/serve/fake_vllm_env.py
+makes an environment whose python does that), or this file run as a script.
 
 Speaks just enough of the OpenAI API (health, models, chat and text completions answering
 "42") to exercise tuneloop's vllm backend without vLLM. Prints its argv (never the key) so
@@ -17,9 +18,9 @@ ANSWER = "42"
 
 def main() -> None:
     args = sys.argv[1:]
-    if not args or args[0] != "serve":
-        sys.exit("usage: vllm serve MODEL [--host H] [--port P] ...")
-    model = args[1]
+    if "--model" not in args:
+        sys.exit("usage: api_server --model MODEL [--host H] [--port P] ...")
+    model = args[args.index("--model") + 1]
     host = args[args.index("--host") + 1] if "--host" in args else "127.0.0.1"
     port = int(args[args.index("--port") + 1]) if "--port" in args else 8000
     print("fake vllm argv:", " ".join(args), flush=True)
@@ -38,8 +39,17 @@ def main() -> None:
 
         def _authorized(self) -> bool:
             if key and self.headers.get("Authorization") != f"Bearer {key}":
-                self._send(401, {"error": {"message": "bad key", "type": "auth", "param": None,
-                                           "code": "invalid_api_key"}})
+                self._send(
+                    401,
+                    {
+                        "error": {
+                            "message": "bad key",
+                            "type": "auth",
+                            "param": None,
+                            "code": "invalid_api_key",
+                        }
+                    },
+                )
                 return False
             return True
 
@@ -57,20 +67,32 @@ def main() -> None:
                 return
             n = int(body.get("n", 1))
             if self.path == "/v1/chat/completions":
-                choices = [{"index": i, "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": ANSWER}}
-                           for i in range(n)]
+                choices = [
+                    {
+                        "index": i,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": ANSWER},
+                    }
+                    for i in range(n)
+                ]
                 obj = "chat.completion"
             elif self.path == "/v1/completions":
-                choices = [{"index": i, "finish_reason": "stop", "text": ANSWER}
-                           for i in range(n)]
+                choices = [{"index": i, "finish_reason": "stop", "text": ANSWER} for i in range(n)]
                 obj = "text_completion"
             else:
                 self._send(404, {"error": {"message": "not found"}})
                 return
-            self._send(200, {"id": "fake", "object": obj, "created": 0, "model": model,
-                             "choices": choices, "usage": {"prompt_tokens": 1,
-                             "completion_tokens": n, "total_tokens": n + 1}})
+            self._send(
+                200,
+                {
+                    "id": "fake",
+                    "object": obj,
+                    "created": 0,
+                    "model": model,
+                    "choices": choices,
+                    "usage": {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1},
+                },
+            )
 
         def log_message(self, fmt: str, *a: object) -> None:
             print("fake vllm:", fmt % a, flush=True)

@@ -1,0 +1,1 @@
+"""Part of the fake vLLM package (tests/serve/fake_vllm_env.py)."""

