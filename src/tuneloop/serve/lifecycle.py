@@ -68,12 +68,17 @@ def set_pdeathsig(sig: int = signal.SIGKILL) -> None:
         _PRCTL(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
-def log_tail(path: Path, lines: int = 25) -> str:
+def log_tail(path: Path, lines: int = 25, width: int = 300) -> str:
+    """The log's last `lines`, each cut at `width` characters (vLLM prints its list of
+    supported architectures, some 30,000 characters, on one line)."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
         return "(no server log)"
-    tail = text.splitlines()[-lines:]
+    tail = [
+        line if len(line) <= width else f"{line[:width]} … ({len(line) - width:,} more characters)"
+        for line in text.splitlines()[-lines:]
+    ]
     return "\n".join(f"  | {line}" for line in tail) or "  | (server log is empty)"
 
 
@@ -136,6 +141,8 @@ class Launch:
     api_key: str | None = None
     pdeathsig: int = signal.SIGKILL
     """SIGKILL for a single-process server; SIGTERM lets vLLM stop its own workers."""
+    startup_hint: str | None = None
+    """What to do, said after the log's last lines when the server exits during startup."""
 
 
 def spawn(launch: Launch) -> subprocess.Popen[bytes]:
@@ -199,9 +206,10 @@ def _died(proc: subprocess.Popen[bytes], launch: Launch) -> Exception:
             f"serve.port: cannot bind {launch.host}:{launch.port or 0} (is the port in use?); "
             f"server log {launch.log_path}:\n{tail}"
         )
+    hint = f"\n{launch.startup_hint}" if launch.startup_hint else ""
     return PhaseFailed(
         f"server exited with status {proc.returncode} during startup "
-        f"({' '.join(launch.argv[:3])} …); last lines of {launch.log_path}:\n{tail}"
+        f"({' '.join(launch.argv[:3])} …); last lines of {launch.log_path}:\n{tail}{hint}"
     )
 
 
