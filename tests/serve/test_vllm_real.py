@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 import yaml
 
@@ -33,23 +32,12 @@ from tuneloop.train.checkpoint.decoding import read_decoding
 from tuneloop.vllm_env import find_vllm
 
 from ..installed import script
+from .real_vllm import API_SERVER, MARK_VAR, marked, vllm_processes
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 ARITH = ROOT / "examples" / "arith"
-API_SERVER = "vllm.entrypoints.openai.api_server"
-
-
-def vllm_processes() -> list[psutil.Process]:
-    """Every vLLM process on the machine: API servers, and the engine cores they spawned
-    (which rename themselves `VLLM::EngineCore`)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "name"]):
-        cmdline = " ".join(proc.info["cmdline"] or [])
-        if API_SERVER in cmdline or "VLLM" in (proc.info["name"] or "") or "VLLM" in cmdline:
-            found.append(proc)
-    return found
 
 
 def rows_in(samples: Path) -> int:
@@ -78,13 +66,15 @@ def vllm_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     config = tmp / "loop.yaml"
     config.write_text(yaml.safe_dump(cfg))
     samples = tmp / "work" / "eval_post" / "samples.jsonl"
+    env = marked()
+    mark = env[MARK_VAR]
     with open(tmp / "first.log", "w") as log:
-        first = subprocess.Popen([script(), "run", str(config)], stdout=log, stderr=log)
+        first = subprocess.Popen([script(), "run", str(config)], stdout=log, stderr=log, env=env)
         killed = None
         deadline = time.monotonic() + 900
         while first.poll() is None and time.monotonic() < deadline:
             if killed is None and rows_in(samples) >= 40:
-                servers = [p for p in vllm_processes() if API_SERVER in " ".join(p.cmdline())]
+                servers = [p for p in vllm_processes(mark) if API_SERVER in " ".join(p.cmdline())]
                 assert len(servers) == 1, servers
                 killed = servers[0].pid
                 os.kill(killed, signal.SIGKILL)
@@ -94,15 +84,15 @@ def vllm_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     assert killed is not None, output
     assert first.returncode == 3, output  # the eval_post phase failed: its server died
     assert "exited with status -9 while it was in use" in output, output
-    assert vllm_processes() == []  # engine core and workers went with it
+    assert vllm_processes(mark) == []  # engine core and workers went with it
     rows = [json.loads(line) for line in samples.read_text().splitlines()]
     assert {r["status"] for r in rows} >= {"ok", "missing"}
     assert all(r["score"] is None for r in rows if r["status"] != "ok")  # never scored
     again = subprocess.run(
-        [script(), "run", str(config)], capture_output=True, text=True, timeout=900
+        [script(), "run", str(config)], capture_output=True, text=True, timeout=900, env=env
     )
     assert again.returncode in (0, 1), again.stdout + again.stderr
-    assert vllm_processes() == []
+    assert vllm_processes(mark) == []
     yield tmp / "work"
 
 
@@ -133,7 +123,11 @@ def test_vllm_and_the_embedded_server_give_the_same_greedy_completions(
     assert same.different == 0, f"{same.line()}; first differences: {same.differing}"
 
 
-def test_a_model_vllm_cannot_load_fails_with_its_error_and_what_to_do(tmp_path: Path) -> None:
+def test_a_model_vllm_cannot_load_fails_with_its_error_and_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mark = marked()[MARK_VAR]
+    monkeypatch.setenv(MARK_VAR, mark)
     model = tmp_path / "model"
     shutil.copytree(ARITH / "model", model)
     hf_config = json.loads((model / "config.json").read_text())
@@ -145,4 +139,4 @@ def test_a_model_vllm_cannot_load_fails_with_its_error_and_what_to_do(tmp_path: 
     assert "Model architectures ['NoSuchForLM'] are not supported" in message
     assert "more characters)" in message  # vLLM's 30,000-character line, cut
     assert message.endswith("(dtype, max_model_len, kv_cache_gib).")
-    assert vllm_processes() == []
+    assert vllm_processes(mark) == []

@@ -40,6 +40,11 @@ class ChampionService:
         self.service.close()
 
 
+MANAGED_BACKENDS = ("embedded", "vllm")
+"""The backends the managed service can start and re-serve (an external endpoint is someone
+else's to re-serve)."""
+
+
 def managed_service(
     cfg: LoopConfig, flywheel: FlywheelConfig, ledger: Path | None
 ) -> ChampionService | None:
@@ -51,6 +56,11 @@ def managed_service(
         return None
     if ledger is None:
         raise InputError("flywheel.serve.managed needs the gate ledger (gate.ledger)")
+    if cfg.serve.backend not in MANAGED_BACKENDS:
+        raise InputError(
+            f"flywheel.serve.managed starts the champion's server itself: serve.backend must be "
+            f"one of {', '.join(MANAGED_BACKENDS)} (got {cfg.serve.backend!r})"
+        )
     log_dir = traffic_dir(flywheel)
     assert log_dir is not None
     ensure_champion(cfg)

@@ -10,8 +10,10 @@
 
 Clients use `http://HOST:PORT/v1` with model `"champion"` (`ServiceSettings.served_name`), so
 neither changes when the champion does. Behind that address is `tuneloop proxy` (with
-`--log-dir`: the traffic log the flywheel learns from), and behind the proxy one embedded server
-(`python -m tuneloop.serve.app`) on a free loopback port.
+`--log-dir`: the traffic log the flywheel learns from), and behind the proxy one server on a
+free loopback port: the embedded server (`python -m tuneloop.serve.app`), or vLLM's API server
+from the vLLM environment with `serve.backend: vllm` (a full checkpoint per version, so no
+adapter name is ever reused: vLLM would answer a reloaded name from its stale prefix cache).
 
 A switch starts the new champion's server and waits for its health check and one real
 completion (the loop's `serve.lifecycle.wait_ready`); only then does it `POST /admin/upstream`
@@ -57,7 +59,7 @@ from typing import Any
 import httpx
 
 from tuneloop.config.flywheel import ServeChampionConfig
-from tuneloop.config.models import ServeConfig, ServerConfig
+from tuneloop.config.models import ServeConfig
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.flywheel.service.adoption import (
     StateLock,
@@ -95,9 +97,10 @@ class ServiceSettings:
     """The proxy's traffic log folder (`tuneloop proxy --log-dir`); None logs nothing."""
     served_name: str = ServeChampionConfig.model_fields["served_name"].default
     """The model name clients request, whatever the champion is (`flywheel.serve.served_name`)."""
-    server: ServerConfig = ServerConfig()
-    """The embedded server's settings (loop.yaml's `serve:` section, e.g. threads,
-    max_batch_size)."""
+    server: ServeConfig = ServeConfig()
+    """How each champion is served (loop.yaml's `serve:` section): `serve.backend` embedded
+    (its settings, e.g. threads, max_batch_size) or vllm (`serve.vllm`, from the vLLM
+    environment)."""
     startup_timeout_s: float = ServeConfig.model_fields["startup_timeout_s"].default
     """Longest wait for a server to become ready (`serve.startup_timeout_s`)."""
     drain_timeout_s: float = 60.0
@@ -260,8 +263,8 @@ class ManagedService:
         folder, host = self.settings.state_dir, self._state.host
         port_file, log = folder / f"server-v{version}.port", folder / f"server-v{version}.log"
         port_file.unlink(missing_ok=True)
-        argv, api_key = self._server_argv(model_dir.resolve(), port_file)
-        env = {**os.environ, "HF_HUB_OFFLINE": "1"}  # a local folder needs no hub
+        argv, api_key, extra = self._server_argv(model_dir.resolve(), port_file)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", **extra}  # a local folder needs no hub
         proc = spawn_detached(argv, log, env)
         self._children[proc.pid] = proc
         record: ProcessRecord | None = None
@@ -296,17 +299,39 @@ class ManagedService:
         self.log(f"server for v{version} is ready (health + one completion)")
         return record
 
-    def _server_argv(self, model_dir: Path, port_file: Path) -> tuple[list[str], str | None]:
-        """The embedded server's command line (the loop's own, `embedded_argv`) and the API
-        key it will require, if `api_key_env` names one."""
-        from tuneloop.envkeys import read_api_key
-        from tuneloop.serve.backends import embedded_argv
+    def _server_argv(
+        self, model_dir: Path, port_file: Path
+    ) -> tuple[list[str], str | None, dict[str, str]]:
+        """The server's command line (the loop's own: `embedded_argv`, or `vllm_argv` with the
+        vLLM environment), the API key it will require if `api_key_env` names one, and what
+        its environment needs besides ours. vLLM cannot report a port it picked, so it gets a
+        free one, written to `port_file` here; its key goes in `VLLM_API_KEY`, never argv.
 
-        server = self.settings.server
+        A CPU build of vLLM pins its worker to cores it picks for itself, the same cores for
+        every instance: during a switch the candidate's worker is pinned beside the loaded
+        champion's (measured on 2 cores under load: ready after more than 4 minutes, against
+        2 min 17 s unpinned). The service's vLLM servers are
+        therefore left to the OS scheduler (`VLLM_CPU_OMP_THREADS_BIND=nobind`) unless that
+        variable is set."""
+        from tuneloop.envkeys import read_api_key
+        from tuneloop.serve.backends import embedded_argv, vllm_argv
+        from tuneloop.serve.lifecycle import free_port
+        from tuneloop.vllm_env import find_vllm
+
+        server, name = self.settings.server, self.settings.served_name
         api_key = read_api_key(server.api_key_env, "serve.api_key_env")
-        argv = embedded_argv(model_dir, self._state.host, 0, server)
-        argv += ["--served-model-name", self.settings.served_name, "--port-file", str(port_file)]
-        return argv, api_key
+        if server.backend != "vllm":
+            argv = embedded_argv(model_dir, self._state.host, 0, server)
+            argv += ["--served-model-name", name, "--port-file", str(port_file)]
+            return argv, api_key, {}
+        vllm = find_vllm(server.vllm.env)
+        port = free_port(self._state.host)
+        argv = vllm_argv(model_dir, self._state.host, port, server, vllm)
+        port_file.write_text(f"{port}\n")
+        extra = {"VLLM_API_KEY": api_key} if api_key else {}
+        if vllm.cpu and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+            extra["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
+        return [*argv, "--served-model-name", name], api_key, extra
 
     def _abandon(self, proc: Any, record: ProcessRecord | None) -> None:
         """Stop a candidate that failed to start, and forget it."""

@@ -1,0 +1,57 @@
+"""A bounded request load through the managed service's proxy while it switches champions,
+and a ledger entry that makes a checkpoint the champion (shared by the embedded and the vLLM
+switch tests)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+WORKERS = 4
+PACE_S = 0.25
+"""Each worker's pause between requests: ~12 requests/s in all, so a switch of ~10 s falls
+well inside a loop of ~150 requests."""
+
+
+def add_champion(ledger: Path, model_dir: Path) -> int:
+    from tuneloop.gate.ledger import open_ledger
+
+    descriptor = {"kind": "single", "path": str(model_dir), "sha256": "0" * 64}
+    with open_ledger(ledger) as book, book.transaction():
+        return book.add_champion(descriptor, run_id=None, at="2026-12-01T00:00:00Z", via="test")
+
+
+@dataclass
+class Load:
+    """A bounded request loop: WORKERS threads (the embedded server does not stream)."""
+
+    url: str
+    done: list[tuple[float, float, str | None]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def worker(self, index: int) -> None:
+        import openai
+
+        client = openai.OpenAI(base_url=self.url, api_key="unused", max_retries=0, timeout=60)
+        messages = [{"role": "user", "content": f"{index}+{index}="}]
+        while not self.stop.is_set():
+            began, error = time.monotonic(), None
+            try:
+                reply = client.chat.completions.create(
+                    model="champion",
+                    messages=messages,  # type: ignore[arg-type]
+                    max_tokens=8,
+                )
+                assert reply.choices[0].finish_reason is not None
+            except Exception as err:  # every failure counts; none may happen
+                error = f"{type(err).__name__}: {err}"
+            self.done.append((began, time.monotonic(), error))
+            time.sleep(PACE_S)
+
+    def wait_for(self, count: int, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while len(self.done) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(self.done) >= count, f"only {len(self.done)} requests in {timeout_s} s"
