@@ -122,6 +122,9 @@ def serve(sources: Sources, *, host: str, port: int) -> int:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        # listening before the URL is printed: a client that connects at once waits in the
+        # backlog until uvicorn accepts, instead of being refused (seen in CI under load)
+        sock.listen(128)
     except OSError as err:
         sock.close()
         print(
