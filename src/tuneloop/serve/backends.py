@@ -13,9 +13,8 @@ refusals are the config models' own (`tuneloop.config.models`): nothing here res
   (tool calling through vLLM's parser with `serve.vllm.tool_call_parser`; on a CPU build a
   fixed KV cache, since the GPU memory fraction would be one of host memory); the API key
   (`serve.api_key_env`), if any, reaches vLLM through `VLLM_API_KEY` in its environment, never
-  through argv. A `Decoding` contract is
-  written to a generation_config.json that both arms load through `--generation-config DIR`
-  (vLLM's stop ids and sampling defaults come from it).
+  through argv. A `Decoding` contract is written to a generation_config.json that both arms
+  load through `--generation-config DIR` (vLLM's stop ids and sampling defaults come from it).
 - `external`: any OpenAI-compatible base URL; nothing is started, readiness is `/models` plus
   one real completion. Each arm names its own model (`serve.external.pre` / `.post`); the
   `model` argument (a local checkpoint) is not what it serves and is never its identity. The
