@@ -4,10 +4,15 @@ switch tests)."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tuneloop.flywheel.service import ManagedService, reserve_champion
+from tuneloop.flywheel.service.reserve import Reserved
 
 WORKERS = 4
 PACE_S = 0.25
@@ -55,3 +60,54 @@ class Load:
         while len(self.done) < count and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(self.done) >= count, f"only {len(self.done)} requests in {timeout_s} s"
+
+
+def new_version(model: Path, folder: Path) -> Path:
+    """A copy of `model` that is another checkpoint to the service (its generation config
+    differs: at most 6 new tokens)."""
+    shutil.copytree(model, folder)
+    config = json.loads((folder / "generation_config.json").read_text())
+    (folder / "generation_config.json").write_text(json.dumps({**config, "max_new_tokens": 6}))
+    return folder
+
+
+@dataclass
+class Switch:
+    """What a client load saw while `reserve_champion` switched the service."""
+
+    load: Load
+    reserved: Reserved
+    began: float
+    ended: float
+
+    @property
+    def failed(self) -> list[str]:
+        return [error for _, _, error in self.load.done if error is not None]
+
+    @property
+    def during(self) -> list[tuple[float, float, str | None]]:
+        return [r for r in self.load.done if r[0] < self.ended and r[1] > self.began]
+
+    @property
+    def after(self) -> list[tuple[float, float, str | None]]:
+        return [r for r in self.load.done if r[0] >= self.ended]
+
+
+def switch_under_load(service: ManagedService, ledger: Path, url: str, around: int = 30) -> Switch:
+    """`reserve_champion` while WORKERS clients send requests through `url`: `around`
+    requests before the switch and as many after it."""
+    load = Load(url)
+    threads = [threading.Thread(target=load.worker, args=(i,)) for i in range(WORKERS)]
+    for thread in threads:
+        thread.start()
+    try:
+        load.wait_for(around)
+        began = time.monotonic()
+        reserved = reserve_champion(service, ledger)
+        ended = time.monotonic()
+        load.wait_for(len(load.done) + around)
+    finally:
+        load.stop.set()
+        for thread in threads:
+            thread.join()
+    return Switch(load, reserved, began, ended)

@@ -9,12 +9,9 @@ rules themselves are checked without a model, on plain `sleep` processes.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +32,7 @@ from tuneloop.flywheel.service import (
 )
 from tuneloop.flywheel.service.processes import STATE_FILE, created_at, save_state
 
-from .switching import WORKERS, Load, add_champion
+from .switching import add_champion, new_version, switch_under_load
 
 MODEL = Path(__file__).resolve().parents[3] / "examples" / "arith" / "model"
 
@@ -110,30 +107,13 @@ def test_a_switch_under_load_fails_no_request(served: Served, tmp_path: Path) ->
     ledger = tmp_path / "ledger.sqlite"
     add_champion(ledger, Path(str(before.model_dir)))  # the ledger's champion is what runs…
     assert reserve_champion(service, ledger).action == "unchanged"
-    v2 = tmp_path / "v2"
-    shutil.copytree(MODEL, v2)
-    config = json.loads((v2 / "generation_config.json").read_text())
-    (v2 / "generation_config.json").write_text(json.dumps({**config, "max_new_tokens": 6}))
+    v2 = new_version(MODEL, tmp_path / "v2")
     version = add_champion(ledger, v2)  # …until a round promotes a new one
 
-    load = Load(before.url)
-    threads = [threading.Thread(target=load.worker, args=(i,)) for i in range(WORKERS)]
-    for thread in threads:
-        thread.start()
-    try:
-        load.wait_for(30)
-        switch_began = time.monotonic()
-        reserved = reserve_champion(service, ledger)
-        switched_at = time.monotonic()
-        load.wait_for(len(load.done) + 30)
-    finally:
-        load.stop.set()
-        for thread in threads:
-            thread.join()
-
-    failed = [error for _, _, error in load.done if error is not None]
-    during = [r for r in load.done if r[0] < switched_at and r[1] > switch_began]
-    after = [r for r in load.done if r[0] >= switched_at]
+    switch = switch_under_load(service, ledger, before.url)
+    load, reserved, failed = switch.load, switch.reserved, switch.failed
+    during, after = switch.during, switch.after
+    switch_began, switched_at = switch.began, switch.ended
     print(
         f"{len(load.done)} requests, {len(failed)} failed, {len(during)} during the "
         f"{switched_at - switch_began:.1f} s switch, {len(after)} after it"

@@ -5,10 +5,7 @@ starts (~1 min each)."""
 
 from __future__ import annotations
 
-import json
 import shutil
-import threading
-import time
 from pathlib import Path
 
 import psutil
@@ -19,7 +16,7 @@ from tuneloop.flywheel.service import ManagedService, ServiceSettings, reserve_c
 from tuneloop.vllm_env import find_vllm
 
 from ...serve.real_vllm import MARK_VAR, marked, vllm_processes
-from .switching import WORKERS, Load, add_champion
+from .switching import add_champion, new_version, switch_under_load
 
 pytestmark = pytest.mark.slow
 
@@ -32,11 +29,9 @@ def test_a_vllm_champion_is_re_served_under_load_without_a_failed_request(
     find_vllm(None)  # no environment: one line naming `scripts/setup --vllm`
     mark = marked()[MARK_VAR]
     monkeypatch.setenv(MARK_VAR, mark)  # inherited by the servers the service spawns
-    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    v1 = tmp_path / "v1"
     shutil.copytree(MODEL, v1)
-    shutil.copytree(MODEL, v2)
-    config = json.loads((v2 / "generation_config.json").read_text())
-    (v2 / "generation_config.json").write_text(json.dumps({**config, "max_new_tokens": 6}))
+    v2 = new_version(MODEL, tmp_path / "v2")
     lines: list[str] = []
     serve = {"backend": "vllm", "vllm": {"dtype": "float32"}, "startup_timeout_s": 600}
     settings = ServiceSettings(
@@ -55,22 +50,8 @@ def test_a_vllm_champion_is_re_served_under_load_without_a_failed_request(
         before = service.status()
         assert before.running and before.url is not None
         version = add_champion(ledger, v2)
-        load = Load(before.url)
-        threads = [threading.Thread(target=load.worker, args=(i,)) for i in range(WORKERS)]
-        for thread in threads:
-            thread.start()
-        try:
-            load.wait_for(20)
-            switch_began = time.monotonic()
-            reserved = reserve_champion(service, ledger)
-            switched_at = time.monotonic()
-            load.wait_for(len(load.done) + 20)
-        finally:
-            load.stop.set()
-            for thread in threads:
-                thread.join()
-        failed = [error for _, _, error in load.done if error is not None]
-        during = [r for r in load.done if r[0] < switched_at and r[1] > switch_began]
+        switch = switch_under_load(service, ledger, before.url, around=20)
+        failed, during, reserved = switch.failed, switch.during, switch.reserved
         assert not failed, failed[:3]
         assert reserved.action == "switched" and reserved.version == version
         assert len(during) >= 20  # the switch took the new vLLM's whole start

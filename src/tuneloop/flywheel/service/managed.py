@@ -80,6 +80,7 @@ from tuneloop.flywheel.service.processes import (
     wait_port,
     wait_proxy,
 )
+from tuneloop.vllm_env import find_vllm
 
 
 @dataclass(frozen=True)
@@ -316,7 +317,6 @@ class ManagedService:
         from tuneloop.envkeys import read_api_key
         from tuneloop.serve.backends import embedded_argv, vllm_argv
         from tuneloop.serve.lifecycle import free_port
-        from tuneloop.vllm_env import find_vllm
 
         server, name = self.settings.server, self.settings.served_name
         api_key = read_api_key(server.api_key_env, "serve.api_key_env")
