@@ -77,7 +77,9 @@ class Endpoint:
 
 class ServeBackend(Protocol):
     """A serving backend as registered in `serve_backends`: a context-manager factory that
-    serves `model` under the `serve` section `config` until the `with` block ends."""
+    serves `model` under the `serve` section `config` until the `with` block ends. A backend
+    that can serve a LoRA adapter on `model` without merging also takes `adapter: Path | None`
+    (`tuneloop.serving.serving` passes it only to those)."""
 
     def __call__(
         self,

@@ -23,12 +23,14 @@ here.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from tuneloop.config import ServeConfig
 from tuneloop.endpoint import Arm, Decoding, Endpoint
+from tuneloop.errors import InputError
 from tuneloop.registry import serve_backends
 
 __all__ = ["serving"]
@@ -42,14 +44,25 @@ def serving(
     log_path: Path | None = None,
     arm: Arm | None = None,
     decoding: Decoding | None = None,
+    adapter: Path | None = None,
 ) -> Iterator[Endpoint]:
     """Serve `model` with `config.backend` for the duration of the `with` block.
 
     `config` is the `serve` section (None: its defaults); `arm` says which side of a
     comparison this is (the external backend needs it); `decoding` is the contract both arms
-    are served under (None: the checkpoint's own metadata).
+    are served under (None: the checkpoint's own metadata). `adapter`, a LoRA adapter folder,
+    is served on `model` without merging, by a backend that takes an `adapter` argument
+    (`vllm`); the endpoint's model is then the adapter's name (`tuneloop.serve.adapter`).
     """
     config = config if config is not None else ServeConfig()
     start = serve_backends.get(config.backend)  # a ServeBackend (tuneloop.endpoint)
-    with start(model, config, log_path=log_path, arm=arm, decoding=decoding) as endpoint:
+    extra: dict[str, Path] = {}
+    if adapter is not None:
+        if "adapter" not in inspect.signature(start).parameters:
+            raise InputError(
+                f"serve.backend {config.backend!r} serves merged models only; a LoRA adapter "
+                "on its base is served by serve.backend: vllm"
+            )
+        extra["adapter"] = adapter
+    with start(model, config, log_path=log_path, arm=arm, decoding=decoding, **extra) as endpoint:
         yield endpoint

@@ -13,6 +13,7 @@ import pytest
 from tuneloop.config import ServeConfig, ServerConfig
 from tuneloop.endpoint import Decoding
 from tuneloop.errors import InputError, PhaseFailed
+from tuneloop.serve.adapter import served_adapter
 from tuneloop.serve.backends import embedded_argv, vllm_argv
 from tuneloop.serving import serving
 from tuneloop.vllm_env import VllmEnv
@@ -210,3 +211,25 @@ def test_serve_max_model_len_reaches_the_embedded_and_the_vllm_command_line() ->
     shared = ServeConfig.model_validate({"max_model_len": 192})  # else serve's reaches vLLM
     argv = vllm_argv("/m", "127.0.0.1", 8000, shared, GPU)
     assert argv[argv.index("--max-model-len") + 1] == "192"
+
+
+def test_vllm_serves_an_adapter_under_its_own_name(fake_env: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "adapter"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text('{"peft_type": "LORA", "r": 24}')
+    adapter = served_adapter(folder)
+    argv = vllm_argv("/m", "h", 1, vllm_config(), GPU, adapter)
+    assert argv[argv.index("--enable-lora") :] == [
+        "--enable-lora", "--max-loras", "1", "--max-lora-rank", "32",
+        "--lora-modules", f"{adapter.name}={folder}",
+    ]  # fmt: skip
+    log = tmp_path / "server.log"
+    with serving("org/model", vllm_config(fake_env), log_path=log, adapter=folder) as ep:
+        assert ep.model == adapter.name  # readiness and every request ask the adapter
+    assert f"--lora-modules {adapter.name}={folder}" in log.read_text()
+
+
+def test_a_backend_without_adapter_serving_refuses_an_adapter(tmp_path: Path) -> None:
+    refused = pytest.raises(InputError, match="'embedded' serves merged models only")
+    with refused, serving("/m", ServeConfig(), adapter=tmp_path):
+        pass

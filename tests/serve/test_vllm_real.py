@@ -5,7 +5,8 @@ training, so that the merged model differs from the base): its eval_post server 
 mid-eval, the run fails that phase, no vLLM process is left, and a rerun resumes the eval and
 ends in a verdict. The same base and merged models are then served by the embedded server and
 evaluated alike: the greedy completions must be identical, and where they are not the
-assertion shows how many and which. Slow (three vLLM starts, ~1 min each): few and real.
+assertion shows how many and which; so must the trained LoRA adapter served on the base by vLLM
+(`serving(..., adapter=)`) against the merged model. Slow (four vLLM starts, ~1 min each).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -140,3 +142,23 @@ def test_a_model_vllm_cannot_load_fails_with_its_error_and_what_to_do(
     assert "more characters)" in message  # vLLM's 30,000-character line, cut
     assert message.endswith("(dtype, max_model_len, kv_cache_gib).")
     assert vllm_processes(mark) == []
+
+
+def test_vllm_serves_the_trained_adapter_on_its_base_as_the_merged_model_answers(
+    vllm_run: Path, tmp_path: Path
+) -> None:
+    adapter = vllm_run / "train" / "adapter"
+    settings = EvalConfig.model_validate(yaml.safe_load((ARITH / "loop.yaml").read_text())["eval"])
+    base = read_decoding(ARITH / "model")
+    contract = Decoding(base.stop_token_ids, base.generation_config)
+    config = ServeConfig(backend="vllm", vllm={"dtype": "float32"})
+    log = tmp_path / "server.log"
+    with serving(ARITH / "model", config, log_path=log, decoding=contract, adapter=adapter) as ep:
+        assert ep.model.startswith("adapter-")
+        listed = httpx.get(f"{ep.base_url}/models", timeout=10).json()["data"]
+        lora = next(m for m in listed if m["id"] == ep.model)
+        assert (lora["root"], lora["parent"]) == (str(adapter), str(ARITH / "model"))
+        evaluate(ep.base_url, ep.model, ARITH / "suite.jsonl", tmp_path / "adapter", settings)
+    same = agreement(vllm_run / "eval_post", tmp_path / "adapter")  # merged, on vLLM too
+    assert same.compared == 320 and same.unpaired == 0
+    assert same.different == 0, f"{same.line()}; first differences: {same.differing}"

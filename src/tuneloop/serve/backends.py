@@ -42,6 +42,7 @@ from tuneloop.endpoint import Arm, Decoding, Endpoint
 from tuneloop.envkeys import read_api_key
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.registry import serve_backends
+from tuneloop.serve.adapter import ServedAdapter, served_adapter
 from tuneloop.serve.lifecycle import Launch, free_port, launched, log_file, probe
 from tuneloop.vllm_env import VllmEnv, find_vllm
 
@@ -116,9 +117,15 @@ def embedded(
 
 
 def vllm_argv(
-    model: str | Path, host: str, port: int, config: ServeConfig, env: VllmEnv
+    model: str | Path,
+    host: str,
+    port: int,
+    config: ServeConfig,
+    env: VllmEnv,
+    adapter: ServedAdapter | None = None,
 ) -> list[str]:
-    """vLLM's OpenAI API server command line for the `serve` settings, run by `env`'s Python."""
+    """vLLM's OpenAI API server command line for the `serve` settings, run by `env`'s Python;
+    with `adapter`, the LoRA adapter served on `model` under its own name (`--lora-modules`)."""
     vllm = config.vllm
     argv = [*env.argv(), "--model", str(model), "--host", host, "--port", str(port)]
     argv += ["--dtype", vllm.dtype, "--seed", str(vllm.seed)]
@@ -135,6 +142,9 @@ def vllm_argv(
     argv += ["--data-parallel-size", str(vllm.data_parallel_size)]
     if vllm.tool_call_parser:
         argv += ["--enable-auto-tool-choice", "--tool-call-parser", vllm.tool_call_parser]
+    if adapter is not None:
+        argv += ["--enable-lora", "--max-loras", "1", "--max-lora-rank", str(adapter.max_lora_rank)]
+        argv += ["--lora-modules", f"{adapter.name}={adapter.path}"]
     return argv + list(vllm.extra_args)
 
 
@@ -147,9 +157,11 @@ def vllm(
     log_path: Path | None,
     arm: Arm | None = None,
     decoding: Decoding | None = None,
+    adapter: Path | None = None,
 ) -> Iterator[Endpoint]:
     """vLLM's OpenAI API server from its own environment, in its own process group (vLLM is
-    not imported here)."""
+    not imported here); with `adapter`, the endpoint's model is that LoRA adapter on `model`."""
+    lora = served_adapter(adapter) if adapter is not None else None
     env = find_vllm(config.vllm.env)
     api_key = read_api_key(config.api_key_env, "serve.api_key_env")
     environ = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -157,16 +169,17 @@ def vllm(
         environ["VLLM_API_KEY"] = api_key
     port = config.port or free_port(config.host)  # vLLM cannot report a port it picked itself
     with log_file(log_path) as log, tempfile.TemporaryDirectory(prefix="tuneloop-gen-") as tmp:
-        argv = vllm_argv(model, config.host, port, config, env)
+        argv = vllm_argv(model, config.host, port, config, env, lora)
         if decoding is not None:
             # vLLM reads its stop ids and sampling defaults from this folder's
             # generation_config.json instead of the checkpoint's: the same file for both arms.
             gen = json.dumps(decoding.served_generation_config(), indent=2, sort_keys=True)
             (Path(tmp) / "generation_config.json").write_text(gen + "\n")
             argv += ["--generation-config", tmp]
+        served = lora.name if lora is not None else str(model)
         launch = Launch(
             argv=argv,
-            served_model=str(model),
+            served_model=served,  # readiness asks the adapter itself for a completion
             host=config.host,
             port=port,
             startup_timeout_s=config.startup_timeout_s,
@@ -177,7 +190,7 @@ def vllm(
             startup_hint=VLLM_STARTUP_HINT,
         )
         with launched(launch) as (base_url, pid):
-            yield Endpoint(base_url, str(model), api_key, pid, decoding_applied=bool(decoding))
+            yield Endpoint(base_url, served, api_key, pid, decoding_applied=bool(decoding))
 
 
 def _wait_external(base_url: str, model: str, api_key: str | None, timeout_s: float) -> None:
