@@ -49,6 +49,13 @@ def rows_in(samples: Path) -> int:
         return 0
 
 
+def demo_eval() -> tuple[EvalConfig, Decoding]:
+    """The demo's eval settings and the base's decoding contract, as the loop serves both arms."""
+    settings = EvalConfig.model_validate(yaml.safe_load((ARITH / "loop.yaml").read_text())["eval"])
+    base = read_decoding(ARITH / "model")
+    return settings, Decoding(base.stop_token_ids, base.generation_config)
+
+
 @pytest.fixture(scope="module")
 def vllm_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     find_vllm(None)  # no environment: one line naming `scripts/setup --vllm`, not 3 timeouts
@@ -114,9 +121,7 @@ def test_vllm_and_the_embedded_server_give_the_same_greedy_completions(
     vllm_run: Path, arm: str, tmp_path: Path
 ) -> None:
     model = ARITH / "model" if arm == "eval_pre" else vllm_run / "merge" / "model"
-    settings = EvalConfig.model_validate(yaml.safe_load((ARITH / "loop.yaml").read_text())["eval"])
-    base = read_decoding(ARITH / "model")  # served as the loop serves both arms
-    contract = Decoding(base.stop_token_ids, base.generation_config)
+    settings, contract = demo_eval()
     log = tmp_path / "server.log"
     with serving(model, ServeConfig(), log_path=log, decoding=contract) as ep:
         evaluate(ep.base_url, ep.model, ARITH / "suite.jsonl", tmp_path / arm, settings)
@@ -148,9 +153,7 @@ def test_vllm_serves_the_trained_adapter_on_its_base_as_the_merged_model_answers
     vllm_run: Path, tmp_path: Path
 ) -> None:
     adapter = vllm_run / "train" / "adapter"
-    settings = EvalConfig.model_validate(yaml.safe_load((ARITH / "loop.yaml").read_text())["eval"])
-    base = read_decoding(ARITH / "model")
-    contract = Decoding(base.stop_token_ids, base.generation_config)
+    settings, contract = demo_eval()
     config = ServeConfig(backend="vllm", vllm={"dtype": "float32"})
     log = tmp_path / "server.log"
     with serving(ARITH / "model", config, log_path=log, decoding=contract, adapter=adapter) as ep:

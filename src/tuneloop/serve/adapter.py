@@ -4,9 +4,9 @@
 names the adapter after its content (`adapter-<sha256 prefix>`), so a new adapter always gets
 a new name: vLLM keys its prefix cache by the LoRA name, and a name reloaded with other
 weights would answer from the old ones' cache. What vLLM cannot serve is refused here, before
-a server starts, with the config key that would change it: a non-LoRA PEFT type, a rank above
-vLLM's largest, and `modules_to_save` (fully trained copies of whole modules, which vLLM's
-LoRA loader rejects).
+a server starts, saying what to do instead (serve the merged model; for the rank, lower
+`train.lora.r`): a non-LoRA PEFT type, a rank above vLLM's largest, and `modules_to_save`
+(fully trained copies of whole modules, which vLLM's LoRA loader rejects).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class ServedAdapter:
 
 def served_adapter(path: Path) -> ServedAdapter:
     """The adapter folder `path` as a server would serve it; `InputError` naming the file and
-    the key when it is not a LoRA adapter a server can load without merging."""
+    its offending key when it is not a LoRA adapter a server can load without merging."""
     config_file = Path(path) / ADAPTER_CONFIG
     try:
         config = json.loads(config_file.read_text())
