@@ -180,6 +180,27 @@ class SampleRow(Record):
         return float(self.score) if self.status == "ok" and self.score is not None else 0.0
 
 
+class ServedArtifact(BaseModel):
+    """What answered an arm: the weights (or adapter on its base) by hash, and the server's own
+    word for what it loaded. The verdict's evidence hashes the log this is part of."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["model", "adapter"]
+    """A model folder, or a LoRA adapter served on the base without merging."""
+    path: str
+    """The folder the server was given (the adapter's, for an adapter)."""
+    sha256: str
+    """sha256 of that folder, as the runner hashed it for this phase."""
+    base_sha256: str | None = None
+    """An adapter's base model (the folder it was served on)."""
+    served_id: str
+    """The model name every request of the arm named."""
+    reported: dict[str, str] | None = None
+    """The server's `GET /v1/models` entry for `served_id` (vLLM: `root`, the folder it
+    loaded, and `parent` for an adapter); None when it lists no such model."""
+
+
 class ServedAs(BaseModel):
     """How the evaluated model was served: what makes two arms' logs comparable besides the
     sampling budget. Written by the loop beside the eval's own settings."""
@@ -195,6 +216,8 @@ class ServedAs(BaseModel):
     arms); None when the backend could not apply one (an external endpoint)."""
     aa_control: bool = False
     """True for a deliberate A/A control: pre and post are the same external model."""
+    artifact: ServedArtifact | None = None
+    """What answered (None for an external endpoint, which names its model instead)."""
 
 
 class ReplicaUse(BaseModel):

@@ -27,13 +27,24 @@ import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tuneloop.config import ServeConfig
 from tuneloop.endpoint import Arm, Decoding, Endpoint
 from tuneloop.errors import InputError
 from tuneloop.registry import serve_backends
 
-__all__ = ["serving"]
+__all__ = ["listed_model", "serves_adapters", "serving"]
+
+
+def serves_adapters(backend: str) -> bool:
+    """Whether the registered backend `backend` serves a LoRA adapter on its base (it takes an
+    `adapter` argument); False for an unknown name (the registry's error is the caller's)."""
+    try:
+        start = serve_backends.get(backend)
+    except InputError:
+        return False
+    return "adapter" in inspect.signature(start).parameters
 
 
 @contextmanager
@@ -58,7 +69,7 @@ def serving(
     start = serve_backends.get(config.backend)  # a ServeBackend (tuneloop.endpoint)
     extra: dict[str, Path] = {}
     if adapter is not None:
-        if "adapter" not in inspect.signature(start).parameters:
+        if not serves_adapters(config.backend):
             raise InputError(
                 f"serve.backend {config.backend!r} serves merged models only; a LoRA adapter "
                 "on its base is served by serve.backend: vllm"
@@ -66,3 +77,23 @@ def serving(
         extra["adapter"] = adapter
     with start(model, config, log_path=log_path, arm=arm, decoding=decoding, **extra) as endpoint:
         yield endpoint
+
+
+def listed_model(endpoint: Endpoint, timeout_s: float = 10.0) -> dict[str, Any] | None:
+    """The endpoint's own `GET /v1/models` entry for the model it serves (vLLM: `id`, `root`
+    — the weights or adapter folder it loaded — and, for an adapter, `parent`), as reported;
+    None when the server does not list it. What answered an arm, in the server's words."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+    try:
+        r = httpx.get(f"{endpoint.base_url}/models", headers=headers, timeout=timeout_s)
+        r.raise_for_status()
+        listed = r.json().get("data", [])
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    keys = ("id", "root", "parent")
+    for entry in listed if isinstance(listed, list) else []:
+        if isinstance(entry, dict) and entry.get("id") == endpoint.model:
+            return {k: entry[k] for k in keys if isinstance(entry.get(k), str)}
+    return None

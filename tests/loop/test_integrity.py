@@ -171,3 +171,48 @@ def test_a_redone_archive_is_a_new_archive(tmp_path: Path) -> None:
     assert new.run_id != old.run_id
     assert verify_archive(tmp_path / "archive" / old.run_id) == []
     assert verify_archive(tmp_path / "archive" / new.run_id) == []
+
+
+def test_an_adapter_challenger_is_judged_and_promoted_as_the_adapter_on_its_base(
+    tmp_path: Path,
+) -> None:
+    """`serve.challenger: adapter`: the gate's evidence and the champion name the adapter that
+    answered the post arm (the fake eval_post stands in for vLLM serving it on the base)."""
+    from tuneloop.records import sha256_path
+
+    config = write_config(tmp_path, serve={"challenger": "adapter"})
+    state = runner(config).run()
+    work, base = tmp_path / "work", tmp_path / "base"
+    evidence = verdict(tmp_path)["evidence"]
+    assert evidence["challenger_model"] == sha256_path(work / "train" / "adapter")
+    assert evidence["champion_model"] == sha256_path(base)
+    (champ,) = champion_history(tmp_path / "ledger" / "ledger.db")
+    run = tmp_path / "archive" / state.run_id / "run"
+    assert champ.descriptor["path"] == str(base)
+    assert champ.descriptor["sha256"] == sha256_path(base)
+    assert champ.descriptor["adapter"] == {
+        "path": str(run / "train" / "adapter"),
+        "sha256": evidence["challenger_model"],
+    }
+    assert champ.descriptor["merged"]["path"] == str(run / "merge" / "model")
+
+
+def test_the_gate_refuses_a_log_answered_by_another_artifact(tmp_path: Path) -> None:
+    from tuneloop.errors import PhaseFailed
+    from tuneloop.loop.integrity import check_served
+    from tuneloop.records import read_record, write_record
+    from tuneloop.samplelog import EvalSummary, ServedArtifact, ServedAs
+
+    config = write_config(tmp_path)
+    runner(config).run()
+    work = tmp_path / "work"
+    path = work / "eval_post" / "summary.json"
+    artifact = ServedArtifact(kind="model", path="/m", sha256="c" * 64, served_id="m")
+    served = ServedAs(arm="post", backend="vllm", artifact=artifact)
+    summary = read_record(path, EvalSummary).model_copy(update={"served_as": served})
+    write_record(path, summary)
+    check_served(work, ("a" * 64, "c" * 64))  # the pre log names none: nothing to compare
+    with pytest.raises(
+        PhaseFailed, match="post arm was answered by model /m .*redo from eval_post"
+    ):
+        check_served(work, ("a" * 64, "d" * 64))

@@ -15,7 +15,7 @@ from tuneloop.endpoint import Decoding
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.serve.adapter import served_adapter
 from tuneloop.serve.backends import embedded_argv, vllm_argv
-from tuneloop.serving import serving
+from tuneloop.serving import listed_model, serving
 from tuneloop.vllm_env import VllmEnv
 
 from .fake_vllm_env import make_fake_vllm_env
@@ -226,6 +226,9 @@ def test_vllm_serves_an_adapter_under_its_own_name(fake_env: Path, tmp_path: Pat
     log = tmp_path / "server.log"
     with serving("org/model", vllm_config(fake_env), log_path=log, adapter=folder) as ep:
         assert ep.model == adapter.name  # readiness and every request ask the adapter
+        # what answered, in the server's words (recorded in each arm's summary)
+        listed = {"id": adapter.name, "root": str(folder), "parent": "org/model"}
+        assert listed_model(ep) == listed
     assert f"--lora-modules {adapter.name}={folder}" in log.read_text()
 
 

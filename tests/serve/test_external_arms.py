@@ -137,6 +137,7 @@ def test_external_rows_are_labelled_with_the_external_model(
             "backend": "external",
             "stop_token_ids": None,
             "aa_control": aa,
+            "artifact": None,  # an external arm names its model, not local weights
         }
     assert "merge" not in json.dumps(post["summary"]["model"])
 

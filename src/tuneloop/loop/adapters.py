@@ -15,7 +15,13 @@ from typing import Any, Literal
 
 from tuneloop.config import LoopConfig, TrainConfig
 from tuneloop.errors import PhaseFailed
-from tuneloop.loop.context import MERGED, PhaseContext, model_identity
+from tuneloop.loop.context import (
+    MERGED,
+    TRAINED,
+    PhaseContext,
+    challenger_descriptor,
+    model_identity,
+)
 from tuneloop.loop.corpus_data import (
     composite_pairs,
     corpus_file,
@@ -30,6 +36,7 @@ from tuneloop.loop.corpus_data import (
 )
 from tuneloop.loop.handover import archive_recipe, capstone_inputs, not_archived, recorded_hash
 from tuneloop.loop.integrity import (
+    check_served,
     check_verdict_matches,
     gate_bar,
     gate_items,
@@ -65,18 +72,30 @@ def _decoding_contract(cfg: LoopConfig) -> Any:
 
 
 def _evaluate_model(
-    ctx: PhaseContext, model_dir: Path, digest: str, arm: Literal["pre", "post"]
+    ctx: PhaseContext,
+    model_dir: Path,
+    digest: str,
+    arm: Literal["pre", "post"],
+    adapter: tuple[Path, str] | None = None,
 ) -> None:
+    """Serve `model_dir` (with `adapter`, `(folder, sha256)`, on it) and evaluate it as `arm`;
+    the summary records what answered, by hash and as the server listed it (`ServedAs`)."""
     import psutil
 
     from tuneloop.evaluate import evaluate
-    from tuneloop.samplelog import SUMMARY_FILE, ServedAs
-    from tuneloop.serving import serving
+    from tuneloop.samplelog import SUMMARY_FILE, ServedArtifact, ServedAs
+    from tuneloop.serving import listed_model, serving
 
     cfg = ctx.cfg
     decoding = _decoding_contract(cfg)
+    served_dir, served_sha = adapter if adapter is not None else (model_dir, digest)
     with serving(
-        model_dir, cfg.serve, log_path=ctx.folder / "server.log", arm=arm, decoding=decoding
+        model_dir,
+        cfg.serve,
+        log_path=ctx.folder / "server.log",
+        arm=arm,
+        decoding=decoding,
+        adapter=adapter[0] if adapter is not None else None,
     ) as endpoint:
         server_pid = endpoint.pid
         if decoding is not None and not endpoint.decoding_applied:
@@ -93,13 +112,24 @@ def _evaluate_model(
             slicing=cfg.suite,
             api_key=endpoint.api_key,
             # an external arm is the model it names, never the local checkpoint
-            model_identity=endpoint.identity or model_identity(model_dir, digest),
+            model_identity=endpoint.identity or model_identity(served_dir, served_sha),
         )
+        artifact = None
+        if endpoint.identity is None:  # local weights (an external arm names its model)
+            artifact = ServedArtifact(
+                kind="adapter" if adapter is not None else "model",
+                path=str(served_dir),
+                sha256=served_sha,
+                base_sha256=digest if adapter is not None else None,
+                served_id=endpoint.model,
+                reported=listed_model(endpoint),
+            )
     served = ServedAs(
         arm=arm,
         backend=cfg.serve.backend,
         stop_token_ids=list(decoding.stop_token_ids) if decoding is not None else None,
         aa_control=cfg.serve.external.aa_control,
+        artifact=artifact,
     )
     summary = summary.model_copy(update={"served_as": served})
     write_record(ctx.folder / SUMMARY_FILE, summary)
@@ -118,7 +148,11 @@ def run_eval_pre(ctx: PhaseContext) -> None:
 
 def run_eval_post(ctx: PhaseContext) -> None:
     seal_round(ctx)  # the bar is fixed before the challenger has a single number
-    _evaluate_model(ctx, ctx.layout.merged_model, ctx.inputs[MERGED], "post")
+    if ctx.cfg.serve.challenger == "adapter":  # the adapter on the base, never merged
+        adapter = (ctx.layout.adapter, ctx.inputs[TRAINED])
+        _evaluate_model(ctx, ctx.cfg.base, ctx.inputs["base_model"], "post", adapter)
+    else:
+        _evaluate_model(ctx, ctx.layout.merged_model, ctx.inputs[MERGED], "post")
 
 
 def run_data(ctx: PhaseContext) -> None:
@@ -210,10 +244,12 @@ def run_doctor(ctx: PhaseContext) -> None:
 
     report = doctor_arms(ctx.cfg.base, ctx.layout.merged_model)
     cmp = report.comparison
+    agreement = _adapter_agreement(ctx) if report.ok else None
     write_json(
         ctx.folder / DOCTOR_FILE,
         {
             "ok": report.ok,
+            "agreement": agreement,
             "checks": [dataclasses.asdict(c) for c in report.merged.checks],
             "base": {
                 "ok": report.base.ok,
@@ -234,6 +270,28 @@ def run_doctor(ctx: PhaseContext) -> None:
             for c in checked.failures()
         ] + ([] if report.decoding.ok else [f"decoding: {report.decoding.detail}"])
         raise PhaseFailed("doctor rejected the round:\n  " + "\n  ".join(failed))
+
+
+def _adapter_agreement(ctx: PhaseContext) -> dict[str, Any] | None:
+    """With `serve.challenger: adapter`: how the adapter served on the base answers against the
+    merged model (`loop.served_agreement`), for doctor.json; None when not asked for."""
+    cfg = ctx.cfg
+    if cfg.serve.challenger != "adapter" or cfg.merge.agreement_items == 0:
+        return None
+    from tuneloop.loop.served_agreement import served_agreement
+
+    run = ctx.layout
+    found = served_agreement(
+        cfg, run.merged_model, run.adapter, ctx.folder, _decoding_contract(cfg)
+    )
+    ctx.notes["agreement"] = found.line()
+    return {
+        "compared": found.compared,
+        "same": found.same,
+        "unpaired": found.unpaired,
+        "line": found.line(),
+        "differing": [dataclasses.asdict(d) for d in found.differing],
+    }
 
 
 def report_item_ids(cfg: LoopConfig, evaluated: list[str]) -> list[str]:
@@ -262,16 +320,26 @@ def run_report(ctx: PhaseContext) -> None:
 def run_gate(ctx: PhaseContext) -> None:
     from tuneloop.gate import adjudicate
 
-    g = ctx.cfg.gate
-    model_dir = ctx.layout.merged_model
-    models = round_models(ctx.workdir)
-    if models is None or models[1] != ctx.inputs[MERGED]:
+    g, run = ctx.cfg.gate, ctx.layout
+    adapter = ctx.cfg.serve.challenger == "adapter"
+    models = round_models(ctx.workdir, ctx.cfg.serve.challenger)
+    judged = ctx.inputs[TRAINED] if adapter else ctx.inputs[MERGED]
+    if models is None or models[1] != judged:
         raise PhaseFailed("the round's model hashes are not recorded; redo from eval_pre")
+    check_served(ctx.workdir, models)
     view = suite_view(ctx.cfg)
     items = gate_items(ctx.cfg, ctx.workdir, ctx.run_id, view)
+    # where the challenger is now; `promote` names its final, verified place
+    descriptor = challenger_descriptor(
+        ctx.cfg,
+        (run.merged_model, ctx.inputs[MERGED]),
+        (run.adapter, judged) if adapter else None,
+        base_sha256=models[0],
+        run_id=ctx.run_id,
+    )
     verdict = adjudicate(
-        ctx.layout.eval_pre,
-        ctx.layout.eval_post,
+        run.eval_pre,
+        run.eval_post,
         bar=gate_bar(ctx.cfg),
         slice_name=g.slice,
         item_ids=items,
@@ -280,14 +348,7 @@ def run_gate(ctx: PhaseContext) -> None:
         run_id=ctx.run_id,
         allow_slice_reuse=g.allow_slice_reuse,
         require_approval=g.require_approval,
-        # where the challenger is now; `promote` names its final, verified place
-        challenger_descriptor={
-            "kind": "single",
-            "path": str(model_dir),
-            "sha256": ctx.inputs[MERGED],
-            "model": model_identity(model_dir, ctx.inputs[MERGED]),
-            "run_id": ctx.run_id,
-        },
+        challenger_descriptor=descriptor,
         seed=ctx.cfg.gate.seed,
         models=models,
         sealed=read_seal(ctx.workdir),

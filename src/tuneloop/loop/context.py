@@ -12,12 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.config import LoopConfig
-from tuneloop.loop.layout import MODEL, RunLayout
+from tuneloop.loop.layout import ADAPTER, MODEL, RunLayout
 
 MERGED_MODEL = f"merge/{MODEL}"
 """The merged model's output key in the merge phase's record (a path under the workdir)."""
 MERGED = f"merge:{MERGED_MODEL}"
 """The input key of the merged model for a downstream phase (upstream phase `merge`)."""
+TRAINED_ADAPTER = f"train/{ADAPTER}"
+"""The trained adapter's output key in the train phase's record."""
+TRAINED = f"train:{TRAINED_ADAPTER}"
+"""The input key of the trained adapter for a downstream phase (upstream phase `train`)."""
 
 
 @dataclass
@@ -43,3 +47,36 @@ class PhaseContext:
 def model_identity(model_dir: Path, digest: str) -> str:
     """How a served model is named in logs and verdicts: its folder and a short sha256."""
     return f"{model_dir.name}@sha256:{digest[:16]}"
+
+
+def challenger_descriptor(
+    cfg: LoopConfig,
+    merged: tuple[Path, str],
+    adapter: tuple[Path, str] | None,
+    *,
+    base_sha256: str,
+    run_id: str,
+) -> dict[str, Any]:
+    """A round's challenger as a champion descriptor (`tuneloop.gate.champion`): the merged
+    model `(folder, sha256)`; or, with `serve.challenger: adapter`, the `adapter` served on
+    the base — `path`/`sha256` name the base, `adapter` the folder served on it, and `merged`
+    the merged model (what a next round trains from, `loop.rounds.lineage`)."""
+    if adapter is None:
+        path, digest = merged
+        return {
+            "kind": "single",
+            "path": str(path),
+            "sha256": digest,
+            "model": model_identity(path, digest),
+            "run_id": run_id,
+        }
+    (adapter_dir, adapter_sha), (merged_dir, merged_sha) = adapter, merged
+    return {
+        "kind": "single",
+        "path": str(cfg.base),
+        "sha256": base_sha256,
+        "adapter": {"path": str(adapter_dir), "sha256": adapter_sha},
+        "merged": {"path": str(merged_dir), "sha256": merged_sha},
+        "model": model_identity(adapter_dir, adapter_sha),
+        "run_id": run_id,
+    }

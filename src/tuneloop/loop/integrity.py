@@ -31,7 +31,12 @@ from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.gate.ledger import SealedBar, open_ledger
 from tuneloop.gate.looks import Advice, SliceLooks, changed_message, classify, refusal
 from tuneloop.gate.verdict_record import items_sha256
-from tuneloop.loop.context import MERGED_MODEL, PhaseContext, model_identity
+from tuneloop.loop.context import (
+    MERGED_MODEL,
+    TRAINED_ADAPTER,
+    PhaseContext,
+    challenger_descriptor,
+)
 from tuneloop.loop.layout import (
     PROMOTION_FILE,
     RunLayout,
@@ -44,6 +49,7 @@ from tuneloop.loop.state import load_state, now_iso
 from tuneloop.records import read_record, write_record
 
 if TYPE_CHECKING:
+    from tuneloop.config.models import Challenger
     from tuneloop.gate import Bar
     from tuneloop.gate.verdict import Evidence, GateVerdict
 
@@ -106,23 +112,46 @@ def _run_id(workdir: Path) -> str | None:
     return state.run_id if state else None
 
 
-def round_models(workdir: Path) -> tuple[str, str] | None:
-    """(base model sha256, merged model sha256) as the runner recorded them, if both are."""
+def round_models(workdir: Path, challenger: Challenger = "merged") -> tuple[str, str] | None:
+    """(base model sha256, challenger sha256) as the runner recorded them, if both are. The
+    challenger is what answered the post arm (`serve.challenger`): the merged model, or the
+    trained adapter served on the base."""
     state = load_state(workdir)
     if state is None:
         return None
     pre = state.phases.get("eval_pre")
-    merge = state.phases.get("merge")
+    phase, key = ("merge", MERGED_MODEL) if challenger == "merged" else ("train", TRAINED_ADAPTER)
+    made = state.phases.get(phase)
     base = pre.inputs.get("base_model") if pre else None
-    merged = merge.outputs.get(MERGED_MODEL) if merge and merge.status == "done" else None
-    return (base, merged) if base and merged else None
+    post = made.outputs.get(key) if made and made.status == "done" else None
+    return (base, post) if base and post else None
+
+
+def check_served(workdir: Path, models: tuple[str, str]) -> None:
+    """Each arm's log says it was answered by the artifact the gate is about to judge (its
+    summary's `served_as.artifact`, `tuneloop.samplelog.ServedArtifact`); PhaseFailed if not."""
+    from tuneloop.samplelog import EvalSummary
+
+    run = RunLayout(workdir)
+    for arm, path, digest in (
+        ("pre", run.pre_summary, models[0]),
+        ("post", run.post_summary, models[1]),
+    ):
+        served = read_record(path, EvalSummary).served_as
+        artifact = served.artifact if served is not None else None
+        if artifact is not None and artifact.sha256 != digest:
+            raise PhaseFailed(
+                f"{path}: the {arm} arm was answered by {artifact.kind} {artifact.path} "
+                f"({artifact.sha256[:16]}…), not the {digest[:16]}… this round judges; redo "
+                f"from eval_{arm}"
+            )
 
 
 def round_evidence(cfg: LoopConfig, workdir: Path) -> Evidence | None:
     """The evidence the gate would judge now, or None if some of it does not exist yet."""
     from tuneloop.gate.verdict_record import make_evidence
 
-    models = round_models(workdir)
+    models = round_models(workdir, cfg.serve.challenger)
     if models is None:
         return None
     view, run = suite_view(cfg), RunLayout(workdir)
@@ -284,35 +313,48 @@ def run_promote(ctx: PhaseContext) -> None:
 
 
 def _final_descriptor(ctx: PhaseContext, verdict: GateVerdict) -> dict[str, Any]:
+    """The champion as promoted: the artifact the verdict judged, hashed again in its final
+    place (the verified archive, or the workdir when archiving is off). With
+    `serve.challenger: adapter` that is the adapter, and the base it was served on must still
+    be the champion's own weights; the merged model rides along for the next round to train
+    from (`loop.rounds.lineage`)."""
     from tuneloop.archive import ARCHIVED_RUN_DIR, read_archived, verify_archive
     from tuneloop.records import sha256_path
 
     assert verdict.evidence is not None
     if ctx.cfg.archive.enabled:
         archived = read_archived(ctx.layout.archive)
-        target = Path(archived.path)
+        target: Path | None = Path(archived.path)
         if target != archive_dir(ctx.cfg, ctx.run_id):
             raise PhaseFailed(f"archive record names {target}, not this round's archive")
         problems = verify_archive(target)
         if problems:
             raise PhaseFailed(f"archive {target} does not verify: " + "; ".join(problems[:5]))
-        model = RunLayout(target / ARCHIVED_RUN_DIR).merged_model
+        run = RunLayout(target / ARCHIVED_RUN_DIR)
         location = "archive (verified)"
     else:
-        target, model = None, ctx.layout.merged_model
+        target, run = None, ctx.layout
         location = "workdir: archiving is off, so this copy is not protected from a later redo"
-    digest = sha256_path(model)
-    if digest != verdict.evidence.challenger_model:
+    adapter = ctx.cfg.serve.challenger == "adapter"
+    judged = run.adapter if adapter else run.merged_model
+    digest = sha256_path(judged)
+    _same_as_judged(judged, digest, verdict.evidence.challenger_model)
+    if adapter:  # served on the base: the base must still be the weights it was served on
+        _same_as_judged(ctx.cfg.base, sha256_path(ctx.cfg.base), verdict.evidence.champion_model)
+    merged = (run.merged_model, sha256_path(run.merged_model) if adapter else digest)
+    descriptor = challenger_descriptor(
+        ctx.cfg,
+        merged,
+        (run.adapter, digest) if adapter else None,
+        base_sha256=verdict.evidence.champion_model,
+        run_id=verdict.run_id,
+    )
+    return descriptor | {"archive": str(target) if target else None, "location": location}
+
+
+def _same_as_judged(path: Path, digest: str, judged: str) -> None:
+    if digest != judged:
         raise PhaseFailed(
-            f"{model} hashes to {digest[:16]}…, not the challenger the verdict judged "
-            f"({verdict.evidence.challenger_model[:16]}…); the champion is unchanged"
+            f"{path} hashes to {digest[:16]}…, not what the verdict judged "
+            f"({judged[:16]}…); the champion is unchanged"
         )
-    return {
-        "kind": "single",
-        "path": str(model),
-        "sha256": digest,
-        "model": model_identity(model, digest),
-        "run_id": verdict.run_id,
-        "archive": str(target) if target else None,
-        "location": location,
-    }

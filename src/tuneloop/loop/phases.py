@@ -81,8 +81,19 @@ def _eval_config(cfg: LoopConfig) -> Any:
         "external": (
             cfg.serve.external.model_dump(mode="json") if cfg.serve.backend == "external" else None
         ),
+        # vLLM's dtype, lengths and seed change its answers (its environment, its version)
+        "vllm": cfg.serve.vllm.model_dump(mode="json") if cfg.serve.backend == "vllm" else None,
         "eval": cfg.eval.model_dump(mode="json"),
         "suite": cfg.suite.model_dump(mode="json", exclude={"path"}),
+    }
+
+
+def _doctor_config(cfg: LoopConfig) -> Any:
+    if cfg.serve.challenger != "adapter":
+        return None
+    return _eval_config(cfg) | {
+        "agreement_items": cfg.merge.agreement_items,
+        "gate_slice": cfg.gate.slice if cfg.gate.enabled else None,
     }
 
 
@@ -154,14 +165,25 @@ PHASES: tuple[Phase, ...] = (
         files=lambda c: {"base_model": c.base},
         config=lambda c: c.merge.model_dump(mode="json"),
     ),
-    Phase("doctor", run_doctor, outputs=("doctor.json",), after=("merge",)),
+    Phase(
+        "doctor",
+        run_doctor,
+        outputs=("doctor.json",),
+        # an adapter challenger is served beside the merged model first (`merge.agreement_items`)
+        after=("train", "merge"),
+        files=lambda c: (
+            {"base_model": c.base, "suite": c.suite.path} if c.serve.challenger == "adapter" else {}
+        ),
+        config=_doctor_config,
+    ),
     Phase(
         "eval_post",
         run_eval_post,
         outputs=EVAL_OUT,
-        after=("merge", "doctor"),
-        files=lambda c: {"suite": c.suite.path},
-        config=_eval_config,
+        # the merged model answers, or the trained adapter on the base (`serve.challenger`)
+        after=("train", "merge", "doctor"),
+        files=lambda c: {"base_model": c.base, "suite": c.suite.path},
+        config=lambda c: _eval_config(c) | {"challenger": c.serve.challenger},
         resumable=True,
     ),
     Phase(
@@ -179,7 +201,7 @@ PHASES: tuple[Phase, ...] = (
         "gate",
         run_gate,
         outputs=("verdict.json",),
-        after=("eval_pre", "eval_post", "merge", "report"),
+        after=("eval_pre", "train", "eval_post", "merge", "report"),
         config=lambda c: {
             "gate": c.gate.model_dump(mode="json", exclude={"ledger"}),
             "slices": c.suite.slices,

@@ -288,7 +288,7 @@ def test_the_ledger_must_name_one_checkpoint(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no champion to serve"):
         ledger_champion(ledger)
     add_champion(ledger, tmp_path / "m")
-    assert ledger_champion(ledger) == (1, tmp_path / "m")
+    assert ledger_champion(ledger) == (1, tmp_path / "m", None)
     from tuneloop.gate.ledger import open_ledger
 
     cascade = {"kind": "cascade", "components": [{"role": "draft", "path": "a"}]}
@@ -296,3 +296,47 @@ def test_the_ledger_must_name_one_checkpoint(tmp_path: Path) -> None:
         book.add_champion(cascade, run_id=None, at="2026-12-01T00:00:00Z", via="test")
     with pytest.raises(InputError, match="v2 is not one local checkpoint"):
         ledger_champion(ledger)
+
+
+def test_an_adapter_champion_is_its_base_and_its_adapter(tmp_path: Path) -> None:
+    from tuneloop.gate.ledger import open_ledger
+
+    ledger = tmp_path / "ledger.sqlite"
+    descriptor = {"kind": "single", "path": str(tmp_path / "base"), "sha256": "b" * 64}
+    descriptor["adapter"] = {"path": str(tmp_path / "lora"), "sha256": "a" * 64}
+    with open_ledger(ledger) as book, book.transaction():
+        book.add_champion(descriptor, run_id="r1", at="2026-12-01T00:00:00Z", via="test")
+    assert ledger_champion(ledger) == (1, tmp_path / "base", tmp_path / "lora")
+
+
+def test_an_adapter_champion_is_served_by_vllm_as_the_clients_model(tmp_path: Path) -> None:
+    from ...serve.fake_vllm_env import make_fake_vllm_env
+    from ...serve.test_adapter import adapter_dir
+
+    lora = adapter_dir(tmp_path, r=12)
+    env = make_fake_vllm_env(tmp_path / "env")
+    server = ServeConfig(backend="vllm", vllm={"env": str(env)})
+    settings = ServiceSettings(state_dir=tmp_path / "svc", port=0, server=server)
+    service = ManagedService(settings, log=lambda _: None)
+    try:
+        argv, _, _ = service._server_argv(MODEL, tmp_path / "port", lora)
+    finally:
+        service.close()
+    assert argv[argv.index("--lora-modules") + 1] == f"champion={lora.resolve()}"
+    assert argv[argv.index("--max-lora-rank") + 1] == "16"
+    assert argv[argv.index("--served-model-name") + 1] == "champion-base"
+
+
+def test_the_embedded_service_refuses_an_adapter_champion(tmp_path: Path) -> None:
+    from ...serve.test_adapter import adapter_dir
+
+    settings = ServiceSettings(state_dir=tmp_path / "svc", port=0)
+    service = ManagedService(settings, log=lambda _: None)
+    try:
+        with pytest.raises(
+            InputError, match="v3 .* LoRA adapter on its base .*serve.backend: vllm"
+        ):
+            service.start(MODEL, 3, adapter=adapter_dir(tmp_path))
+        assert service.status().running is False
+    finally:
+        service.close()

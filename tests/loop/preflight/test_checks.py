@@ -249,6 +249,40 @@ def test_external_endpoint_settings_are_checked_before_compute(
     assert f"serve.external.api_key_env (line {key_line}): environment variable" in err
 
 
+@pytest.mark.parametrize(
+    ("overrides", "key", "words"),
+    [
+        ([], "serve.challenger", "serve.backend 'embedded' serves merged models only"),
+        (["serve.backend=vllm", "merge.zero_adapter=true"], "serve.challenger", "trains no"),
+        (["serve.backend=vllm", "train.adapter=none"], "serve.challenger", "trains every"),
+        (["serve.backend=vllm", "train.lora.r=1024"], "train.lora.r", "largest LoRA rank"),
+    ],
+)
+def test_an_adapter_challenger_that_cannot_be_served_is_refused_before_compute(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    overrides: list[str],
+    key: str,
+    words: str,
+) -> None:
+    monkeypatch.setattr("tuneloop.loop.preflight.checks.find_vllm", lambda env: None)
+    args = ["check", str(project / "loop.yaml"), "serve.challenger=adapter", *overrides]
+    rc, _, err = cli(capsys, monkeypatch, *args)
+    assert rc == 2 and f"{key} (" in err and words in err, err
+    assert_nothing_written(project)
+
+
+def test_an_external_endpoint_cannot_serve_an_adapter_challenger(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ext = ["serve.external.base_url=http://h/v1", "serve.external.pre.model=a"]
+    ext += ["serve.external.post.model=b"]
+    args = ["check", str(project / "loop.yaml"), "serve.backend=external", *ext]
+    rc, _, err = cli(capsys, monkeypatch, *args, "serve.challenger=adapter")
+    assert rc == 2 and "an external endpoint serves what its owner deployed" in err, err
+
+
 def test_override_is_named_as_such(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -79,6 +79,24 @@ def test_two_rounds_each_from_the_last_champion(tmp_path: Path) -> None:
     assert "bootstrap: a null baseline" in log and "Audit (" in log
 
 
+def test_after_an_adapter_champion_the_next_round_trains_from_its_merged_model(
+    tmp_path: Path,
+) -> None:
+    from ...serve.fake_vllm_env import make_fake_vllm_env
+
+    config = flywheel_config(tmp_path)
+    env = make_fake_vllm_env(tmp_path / "vllm-env")  # the fake phases serve nothing
+    serve = f"serve:\n  backend: vllm\n  challenger: adapter\n  vllm: {{env: {env}}}\n"
+    config.write_text(config.read_text() + serve)
+    assert run_round(config) == 0
+    champs, _ = ledger_rows(tmp_path)
+    adapter_champion = champs[1].descriptor
+    assert adapter_champion["path"] == str(tmp_path / "base")  # served on the base
+    assert run_round(config) == 0
+    # a round trains weights: round 2 starts from round 1's archived merged model
+    assert round_record(tmp_path, "r0002").base_model == adapter_champion["merged"]["path"]
+
+
 def test_a_weaker_challenger_is_rejected_and_the_champion_stays(tmp_path: Path) -> None:
     config = flywheel_config(tmp_path)
     assert run_round(config) == 0

@@ -13,10 +13,16 @@ Code outside this package imports from here; the modules import their siblings d
 from tuneloop.flywheel.service.champion import ChampionService, managed_service, traffic_dir
 from tuneloop.flywheel.service.managed import ManagedService, ServiceSettings, ServiceStatus
 from tuneloop.flywheel.service.processes import ProcessRecord, ServiceState
-from tuneloop.flywheel.service.reserve import Reserved, ledger_champion, reserve_champion
+from tuneloop.flywheel.service.reserve import (
+    LedgerChampion,
+    Reserved,
+    ledger_champion,
+    reserve_champion,
+)
 
 __all__ = [
     "ChampionService",
+    "LedgerChampion",
     "ManagedService",
     "ProcessRecord",
     "Reserved",

@@ -12,8 +12,9 @@ Clients use `http://HOST:PORT/v1` with model `"champion"` (`ServiceSettings.serv
 neither changes when the champion does. Behind that address is `tuneloop proxy` (with
 `--log-dir`: the traffic log the flywheel learns from), and behind the proxy one server on a
 free loopback port: the embedded server (`python -m tuneloop.serve.app`), or vLLM's API server
-from the vLLM environment with `serve.backend: vllm` (a full checkpoint per version, so no
-adapter name is ever reused: vLLM would answer a reloaded name from its stale prefix cache).
+from the vLLM environment with `serve.backend: vllm` (a new server per version, so no adapter
+name is ever reloaded: vLLM would answer a reloaded name from its stale prefix cache). An
+adapter champion (`serve.challenger: adapter`) is served by vLLM as a LoRA module on its base.
 
 A switch starts the new champion's server and waits for its health check and one real
 completion (the loop's `serve.lifecycle.wait_ready`); only then does it `POST /admin/upstream`
@@ -48,6 +49,7 @@ checks never land in the traffic log.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -157,20 +159,22 @@ class ManagedService:
 
     # -- the four operations ------------------------------------------------------------------
 
-    def start(self, model_dir: Path, version: int) -> ServiceStatus:
-        """Serve `model_dir` as champion `version`; switches if another one is served."""
+    def start(self, model_dir: Path, version: int, adapter: Path | None = None) -> ServiceStatus:
+        """Serve `model_dir` (with `adapter`, a LoRA adapter on it: vLLM only) as champion
+        `version`; switches if another one is served."""
         proxy = self._state.proxy
         if proxy is not None and not alive(proxy):
             self.log(f"proxy pid {proxy.pid} is gone; starting the service afresh")
             self.stop()
         if self._state.proxy is not None:
             current = self._state.current()
-            same = current is not None and current.model_dir == str(Path(model_dir).resolve())
+            wanted = (str(Path(model_dir).resolve()), str(adapter.resolve()) if adapter else None)
+            same = current is not None and (current.model_dir, current.adapter_dir) == wanted
             if same and current is not None and current.version == version:
                 self.log(f"already serving champion v{version} at {self.url}")
                 return self.status()
-            return self.switch_to(model_dir, version)
-        server = self._start_server(Path(model_dir), version)
+            return self.switch_to(model_dir, version, adapter)
+        server = self._start_server(Path(model_dir), version, adapter=adapter)
         try:
             self._start_proxy(server)
         except BaseException:
@@ -181,7 +185,9 @@ class ManagedService:
         self.log(f"serving champion v{version} at {self.url} as {self.settings.served_name!r}")
         return self.status()
 
-    def switch_to(self, model_dir: Path, version: int) -> ServiceStatus:
+    def switch_to(
+        self, model_dir: Path, version: int, adapter: Path | None = None
+    ) -> ServiceStatus:
         """Serve `model_dir` as champion `version` instead of the current one, without
         downtime; refuses (and keeps the current one) if the new server does not start."""
         proxy = self._state.proxy
@@ -195,7 +201,7 @@ class ManagedService:
         began = time.monotonic()
         old = self._state.current()
         self.log(f"switch to champion v{version}: starting its server ({model_dir})")
-        new = self._start_server(Path(model_dir), version, keeping=old)
+        new = self._start_server(Path(model_dir), version, keeping=old, adapter=adapter)
         body: dict[str, Any] = {"upstream": new.url(self._state.host)}
         if self.settings.server.api_key_env:
             body["upstream_key"] = True  # every server of ours takes the same key
@@ -252,7 +258,11 @@ class ManagedService:
     # -- steps ----------------------------------------------------------------------------------
 
     def _start_server(
-        self, model_dir: Path, version: int, keeping: ProcessRecord | None = None
+        self,
+        model_dir: Path,
+        version: int,
+        keeping: ProcessRecord | None = None,
+        adapter: Path | None = None,
     ) -> ProcessRecord:
         """A ready server for `model_dir`, or an error saying why not (candidate stopped)."""
         from tuneloop.serve.lifecycle import Launch, wait_ready
@@ -261,10 +271,17 @@ class ManagedService:
         refused = f"champion v{version} ({model_dir}) was not served{kept}"
         if not (model_dir / "config.json").is_file():
             raise InputError(f"{refused}: not a model folder (expected config.json in it)")
+        backend = self.settings.server.backend
+        if adapter is not None and backend != "vllm":
+            raise InputError(
+                f"{refused}: it is a LoRA adapter on its base ({adapter}), and serve.backend "
+                f"{backend!r} serves merged models only; serve the service with "
+                "serve.backend: vllm"
+            )
         folder, host = self.settings.state_dir, self._state.host
         port_file, log = folder / f"server-v{version}.port", folder / f"server-v{version}.log"
         port_file.unlink(missing_ok=True)
-        argv, api_key, extra = self._server_argv(model_dir.resolve(), port_file)
+        argv, api_key, extra = self._server_argv(model_dir.resolve(), port_file, adapter)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", **extra}  # a local folder needs no hub
         proc = spawn_detached(argv, log, env)
         self._children[proc.pid] = proc
@@ -278,6 +295,7 @@ class ManagedService:
                 port=port,
                 log=str(log),
                 model_dir=str(model_dir.resolve()),
+                adapter_dir=str(adapter.resolve()) if adapter is not None else None,
                 version=version,
             )
             self._state.servers.append(record)
@@ -301,7 +319,7 @@ class ManagedService:
         return record
 
     def _server_argv(
-        self, model_dir: Path, port_file: Path
+        self, model_dir: Path, port_file: Path, adapter: Path | None = None
     ) -> tuple[list[str], str | None, dict[str, str]]:
         """The server's command line (the loop's own: `embedded_argv`, or `vllm_argv` with the
         vLLM environment), the API key it will require if `api_key_env` names one, and what
@@ -313,8 +331,13 @@ class ManagedService:
         champion's (measured on 2 cores under load: ready after more than 4 minutes, against
         2 min 17 s unpinned). The service's vLLM servers are
         therefore left to the OS scheduler (`VLLM_CPU_OMP_THREADS_BIND=nobind`) unless that
-        variable is set."""
+        variable is set.
+
+        An adapter champion (`serve.challenger: adapter`) is served by vLLM as the LoRA module
+        named `served_name` on its base (served as `<served_name>-base`); each version is a
+        new server, so no adapter name is reloaded into a prefix cache that knew another."""
         from tuneloop.envkeys import read_api_key
+        from tuneloop.serve.adapter import served_adapter
         from tuneloop.serve.backends import embedded_argv, vllm_argv
         from tuneloop.serve.lifecycle import free_port
 
@@ -326,7 +349,11 @@ class ManagedService:
             return argv, api_key, {}
         vllm = find_vllm(server.vllm.env)
         port = free_port(self._state.host)
-        argv = vllm_argv(model_dir, self._state.host, port, server, vllm)
+        lora = None
+        if adapter is not None:
+            lora = dataclasses.replace(served_adapter(adapter.resolve()), name=name)
+            name = f"{name}-base"  # the base's own name; clients ask for the adapter
+        argv = vllm_argv(model_dir, self._state.host, port, server, vllm, lora)
         port_file.write_text(f"{port}\n")
         extra = {"VLLM_API_KEY": api_key} if api_key else {}
         if vllm.cpu and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:

@@ -56,6 +56,8 @@ class ProcessRecord(BaseModel):
     """Where its stdout and stderr are appended."""
     model_dir: str | None = None
     """Servers: the checkpoint folder served."""
+    adapter_dir: str | None = None
+    """Servers: the LoRA adapter served on `model_dir`, if any."""
     version: int | None = None
     """Servers: the champion version it serves."""
 

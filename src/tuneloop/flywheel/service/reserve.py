@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from tuneloop.errors import InputError
 from tuneloop.flywheel.service.managed import ManagedService
@@ -39,24 +39,35 @@ def reserve_champion(service: ManagedService, ledger_path: Path) -> Reserved:
     Raises InputError when the ledger has no champion or it is not one local checkpoint, and
     the error of a refused start or switch (the old champion still served) otherwise.
     """
-    version, model_dir = ledger_champion(ledger_path)
+    version, model_dir, adapter = ledger_champion(ledger_path)
     before = service.status()
     if before.running and before.version == version:
         service.log(f"champion v{version} is already served; nothing to do")
         return Reserved("unchanged", version, version, 0.0)
     began = time.monotonic()
     if before.proxy_pid is None:
-        service.start(model_dir, version)
+        service.start(model_dir, version, adapter=adapter)
         action: Literal["started", "switched"] = "started"
     else:
-        service.switch_to(model_dir, version)
+        service.switch_to(model_dir, version, adapter=adapter)
         action = "switched"
     return Reserved(action, version, before.version, time.monotonic() - began)
 
 
-def ledger_champion(ledger_path: Path) -> tuple[int, Path]:
-    """(version, checkpoint folder) of the ledger's current champion. The folder is the
-    descriptor's `path` as recorded (the loop records absolute paths)."""
+class LedgerChampion(NamedTuple):
+    """The ledger's current champion as a managed service serves it."""
+
+    version: int
+    model_dir: Path
+    """The checkpoint folder (an adapter champion's base), as the descriptor records it."""
+    adapter: Path | None = None
+    """A LoRA adapter served on `model_dir` without merging (`serve.challenger: adapter`)."""
+
+
+def ledger_champion(ledger_path: Path) -> LedgerChampion:
+    """The ledger's current champion: its version, checkpoint folder and adapter, if any. The
+    folders are the descriptor's `path` and `adapter.path` as recorded (the loop records
+    absolute paths)."""
     from tuneloop.gate.promotion import champion_history
 
     history = champion_history(Path(ledger_path))
@@ -73,4 +84,7 @@ def ledger_champion(ledger_path: Path) -> tuple[int, Path]:
             f"(kind {descriptor.get('kind', 'single')!r}, path {descriptor.get('path')!r}); "
             "a managed service serves a single checkpoint folder"
         )
-    return last.version, Path(descriptor["path"])
+    adapter = (descriptor.get("adapter") or {}).get("path")
+    return LedgerChampion(
+        last.version, Path(descriptor["path"]), Path(adapter) if adapter else None
+    )

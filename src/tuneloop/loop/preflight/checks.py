@@ -63,6 +63,7 @@ def preflight(cfg: LoopConfig) -> Findings:
     _check_paths(cfg, found)
     _check_rules(cfg, found)
     _check_external(cfg, found)
+    _check_challenger(cfg, found)
     _check_training(cfg, found)
     _check_flywheel(cfg, found)
     suite = _load_suite(cfg, found)
@@ -275,6 +276,40 @@ def _check_rules(cfg: LoopConfig, found: Findings) -> None:
             "train.data",
             "training has no data: set train.data (a JSONL) or data.corpus (a corpus-build "
             "config whose output the data phase writes)",
+        )
+
+
+def _check_challenger(cfg: LoopConfig, found: Findings) -> None:
+    """`serve.challenger: adapter` needs a backend that serves adapters, a trained LoRA adapter
+    and a rank vLLM takes — refused here, not when eval_post starts its server."""
+    if cfg.serve.challenger != "adapter":
+        return
+    from tuneloop.serve.adapter import VLLM_LORA_RANKS
+    from tuneloop.serving import serves_adapters
+
+    if cfg.serve.backend != "external" and not serves_adapters(cfg.serve.backend):
+        found.error(
+            "serve.challenger",
+            f"adapter: serve.backend {cfg.serve.backend!r} serves merged models only; use "
+            "serve.backend: vllm, or serve.challenger: merged",
+        )
+    if cfg.merge.zero_adapter:
+        found.error(
+            "serve.challenger",
+            "adapter: merge.zero_adapter trains no adapter to serve; the control arm is "
+            "serve.challenger: merged",
+        )
+    elif cfg.train.adapter != "lora":
+        found.error(
+            "serve.challenger",
+            f"adapter: train.adapter {cfg.train.adapter!r} trains every weight, not a LoRA "
+            "adapter; set train.adapter: lora, or serve.challenger: merged",
+        )
+    elif cfg.train.lora.r > VLLM_LORA_RANKS[-1]:
+        found.error(
+            "train.lora.r",
+            f"{cfg.train.lora.r} is above vLLM's largest LoRA rank ({VLLM_LORA_RANKS[-1]}); "
+            "serve.challenger: adapter cannot serve it",
         )
 
 

@@ -113,7 +113,8 @@ def plan_round(
         gate_slice = _fresh_slice(cfg, ledger)
     bootstrap = champion is None or champion.via == "bootstrap"
     parent = bootstrap_descriptor(cfg) if champion is None else champion.descriptor
-    path = parent.get("path")
+    # an adapter champion is served on its base; the next round trains from its merged model
+    path = (parent.get("merged") or {}).get("path") or parent.get("path")
     if not path or not (Path(path) / "config.json").is_file():
         raise InputError(
             f"the champion (v{champion.version if champion else '?'}) has no local "

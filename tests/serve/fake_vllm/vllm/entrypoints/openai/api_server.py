@@ -27,6 +27,11 @@ def main() -> None:
     if os.environ.get("FAKE_VLLM_FAIL"):
         sys.exit("fake vllm: failing on purpose (FAKE_VLLM_FAIL)")
     key = os.environ.get("VLLM_API_KEY")
+    name = args[args.index("--served-model-name") + 1] if "--served-model-name" in args else model
+    listed = [{"id": name, "object": "model", "root": model}]
+    if "--lora-modules" in args:  # NAME=DIR, listed as vLLM lists a LoRA module
+        lora, folder = args[args.index("--lora-modules") + 1].split("=", 1)
+        listed.append({"id": lora, "object": "model", "root": folder, "parent": name})
 
     class Handler(BaseHTTPRequestHandler):
         def _send(self, code: int, obj: dict) -> None:
@@ -57,7 +62,7 @@ def main() -> None:
             if self.path == "/health":
                 self._send(200, {})
             elif self.path == "/v1/models" and self._authorized():
-                self._send(200, {"object": "list", "data": [{"id": model, "object": "model"}]})
+                self._send(200, {"object": "list", "data": listed})
             elif self.path != "/v1/models":
                 self._send(404, {"error": {"message": "not found"}})
 
