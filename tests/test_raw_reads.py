@@ -50,6 +50,10 @@ ledger's reader, with the reason. Empty: every such read is a typed row of `gate
 NOT_ARTIFACTS: dict[tuple[str, str], str] = {
     # (file under src/tuneloop, enclosing function): what it reads, and why it is raw
     (
+        "serve/backends.py",
+        "_position_limit",
+    ): "a Hugging Face checkpoint's config.json (its max_position_embeddings), not ours",
+    (
         "serve/adapter.py",
         "served_adapter",
     ): "a PEFT adapter's adapter_config.json (written by peft, its rank and type)",

@@ -29,6 +29,9 @@ __all__ = ["Arm", "Decoding", "Endpoint", "ServeBackend"]
 
 Arm = Literal["pre", "post"]
 
+LENGTH_KEYS = frozenset({"max_new_tokens", "max_length", "min_new_tokens", "min_length"})
+"""Generation-config keys a served contract leaves to each request (`served_generation_config`)."""
+
 
 @dataclass(frozen=True)
 class Decoding:
@@ -42,8 +45,13 @@ class Decoding:
     `eos_token_id` is replaced by `stop_token_ids` when it is served."""
 
     def served_generation_config(self) -> dict[str, Any]:
-        """The generation_config.json every arm is served with."""
-        return {**self.generation_config, "eos_token_id": list(self.stop_token_ids)}
+        """The generation_config.json every arm is served with. Its length limits are left
+        out: vLLM makes a generation config's `max_new_tokens` a server-wide cap on every
+        request's `max_tokens` (measured: the demo checkpoint's 8 cut each 96-token agent
+        turn to 8 tokens, `finish_reason: length`), where the embedded server and the eval
+        let the request's own `max_tokens` govern."""
+        kept = {k: v for k, v in self.generation_config.items() if k not in LENGTH_KEYS}
+        return {**kept, "eos_token_id": list(self.stop_token_ids)}
 
 
 @dataclass(frozen=True)

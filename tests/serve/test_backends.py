@@ -3,6 +3,7 @@ answering "42"; tests/serve/fake_vllm_env.py). The real vLLM: tests/serve/test_v
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -122,8 +123,6 @@ def test_vllm_backend_serves_through_the_fake(
 
 
 def test_vllm_backend_loads_the_contract_generation_config(fake_env: Path, tmp_path: Path) -> None:
-    import json
-
     log = tmp_path / "vllm.log"
     contract = Decoding((0, 2), {"do_sample": False, "max_new_tokens": 8})
     with serving("org/model", vllm_config(fake_env), log_path=log, decoding=contract) as ep:
@@ -131,7 +130,8 @@ def test_vllm_backend_loads_the_contract_generation_config(fake_env: Path, tmp_p
         argv = next(line for line in log.read_text().splitlines() if "fake vllm argv" in line)
         folder = Path(argv.split("--generation-config ")[1].split()[0])
         served = json.loads((folder / "generation_config.json").read_text())
-    assert served == {"do_sample": False, "eos_token_id": [0, 2], "max_new_tokens": 8}
+    # no max_new_tokens: vLLM would cap every request's max_tokens at it
+    assert served == {"do_sample": False, "eos_token_id": [0, 2]}
     assert not folder.exists()
 
 
@@ -234,5 +234,16 @@ def test_vllm_serves_an_adapter_under_its_own_name(fake_env: Path, tmp_path: Pat
 
 def test_a_backend_without_adapter_serving_refuses_an_adapter(tmp_path: Path) -> None:
     refused = pytest.raises(InputError, match="'embedded' serves merged models only")
-    with refused, serving("/m", ServeConfig(), adapter=tmp_path):
+    with refused, serving("/m", ServeConfig(backend="embedded"), adapter=tmp_path):
         pass
+
+
+def test_a_context_longer_than_the_models_is_built_long_on_vllm_too(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"max_position_embeddings": 128}')
+    within = vllm_argv(tmp_path, "h", 1, ServeConfig(max_model_len=128), GPU)
+    assert "--hf-overrides" not in within
+    for config in (ServeConfig(max_model_len=192), ServeConfig(vllm={"max_model_len": 192})):
+        argv = vllm_argv(tmp_path, "h", 1, config, GPU)
+        assert json.loads(argv[argv.index("--hf-overrides") + 1]) == {
+            "max_position_embeddings": 192
+        }

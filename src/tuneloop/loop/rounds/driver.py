@@ -22,6 +22,7 @@ from typing import Any
 
 from rich.console import Console
 
+from tuneloop.backend_choice import resolve_serve
 from tuneloop.config import LoopConfig
 from tuneloop.errors import EXIT_PHASE_FAILED, InputError, PhaseFailed
 from tuneloop.gate.ledger import RoundEnd, RoundStart, last_outcome
@@ -150,6 +151,9 @@ def execute(
         f"{record.gate_slice}, in {rcfg.workdir}",
         highlight=False,
     )
+    rcfg, choice = resolve_serve(rcfg)  # `serve.backend: auto`, for this round's base
+    if choice is not None:
+        console.print(f"serve.backend auto: {choice.backend} ({choice.reason})", highlight=False)
     runner = Runner(rcfg, req.config_path, req.selection, phases)
     if plan is not None:
         plan(runner)
