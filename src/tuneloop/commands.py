@@ -26,6 +26,8 @@ def check(
     """Validate a loop.yaml before any compute: the schema, then every plugin name, slice,
     input path and cross-section rule (all errors at once with their YAML key and line, exit
     2, nothing written); a power warning goes to stderr. Prints the resolved config."""
+    from tuneloop.backend_choice import resolve_serve
+
     # when the schema fails: the preflight of what did validate, in the same report
     cfg = load_config(config, overrides, semantic=preflight_errors(config))
     checked, record = checked_config(cfg, config)
@@ -37,6 +39,9 @@ def check(
         )
     for warning in check_before_compute(checked, config, overrides):
         typer.echo(warning, err=True)
+    _, choice = resolve_serve(checked)
+    if choice is not None:  # what `run` would serve with
+        typer.echo(f"serve.backend auto: {choice.backend} ({choice.reason})", err=True)
     typer.echo(dump_config(cfg), nl=False)
 
 

@@ -427,6 +427,8 @@ def test_demo_config_passes_fast_and_states_its_power(
     assert "Δ = 0.137, above the margin 0.02" in err
     assert "needs 7729 gate items" in err
     assert err.count("warning:") == 1 and "error" not in err
+    # serve.backend auto: the choice `run` would make, said before it
+    assert "serve.backend auto: embedded (" in err and "MiB of weights" in err
 
 
 def test_check_on_the_demo_config_loads_no_torch() -> None:
