@@ -85,20 +85,19 @@ def settings(args: argparse.Namespace) -> TrainConfig:
     )
 
 
+def loaded(model_dir: Path, s: TrainConfig, out: Path) -> tuple[Any, Any, dict[str, Any]]:
+    """(model, tokenizer, the loop trainer's keyword arguments): what both arms build from."""
+    kw = {"out_dir": out, "nproc": 1, "default_scorer": "numeric"}
+    return load_model(model_dir, s), load_tokenizer(model_dir), kw
+
+
 def in_process(model_dir: Path, rows: list[dict[str, Any]], s: TrainConfig, out: Path) -> Steps:
     from tuneloop.train.metrics import MetricsCallback
 
     steps = Steps()
-    trainer = build_grpo_trainer(
-        load_model(model_dir, s),
-        load_tokenizer(model_dir),
-        rows,
-        s,
-        out_dir=out,
-        nproc=1,
-        default_scorer="numeric",
-        callbacks=[MetricsCallback(out / "metrics.jsonl", progress=False), steps],
-    )
+    model, tokenizer, kw = loaded(model_dir, s, out)
+    callbacks = [MetricsCallback(out / "metrics.jsonl", progress=False), steps]
+    trainer = build_grpo_trainer(model, tokenizer, rows, s, callbacks=callbacks, **kw)
     timed_generation(trainer, steps)
     trainer.train()
     return steps
@@ -108,18 +107,11 @@ def vllm_arm(model_dir: Path, rows: list[dict[str, Any]], s: TrainConfig, out: P
     """Build the same trainer on TRL's vLLM server mode; what TRL says when it cannot."""
     from trl import GRPOTrainer
 
-    kw = grpo_trainer_args(
-        load_model(model_dir, s),
-        load_tokenizer(model_dir),
-        rows,
-        s,
-        out_dir=out,
-        nproc=1,
-        default_scorer="numeric",
-    )
-    kw["args"].use_vllm, kw["args"].vllm_mode = True, "server"
+    model, tokenizer, kw = loaded(model_dir, s, out)
+    args = grpo_trainer_args(model, tokenizer, rows, s, **kw)
+    args["args"].use_vllm, args["args"].vllm_mode = True, "server"
     try:
-        GRPOTrainer(**kw)
+        GRPOTrainer(**args)
     except Exception as err:  # the figure this arm can give: TRL's own refusal
         return f"unavailable: {type(err).__name__}: {err}"
     return "constructed (a `trl vllm-serve` endpoint would be needed to measure it)"

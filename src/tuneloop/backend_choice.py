@@ -46,6 +46,11 @@ class Choice:
     reason: str
     """Why, in one line (printed by `tuneloop run` and `check`)."""
 
+    @property
+    def line(self) -> str:
+        """What `tuneloop run` and `check` print."""
+        return f"serve.backend auto: {self.backend} ({self.reason})"
+
 
 def weight_bytes(model: str | Path) -> int:
     """Bytes of weight files directly in the folder `model` (0 for a hub id or no folder)."""
@@ -57,12 +62,14 @@ def weight_bytes(model: str | Path) -> int:
     )
 
 
-def choose_backend(serve: ServeConfig, model: str | Path) -> Choice:
-    """The backend `serve` asks for, or under `auto` the one the rules above pick."""
+def choose_backend(serve: ServeConfig, model: str | Path, adapter: bool = False) -> Choice:
+    """The backend `serve` asks for, or under `auto` the one the rules above pick; `adapter`:
+    a LoRA adapter is to be served on `model` (as `serve.challenger: adapter` says for a
+    round's post arm)."""
     if serve.backend != AUTO:
         return Choice(serve.backend, "serve.backend")
-    if serve.challenger == "adapter":
-        return Choice("vllm", "serve.challenger: adapter is served by vLLM")
+    if adapter or serve.challenger == "adapter":
+        return Choice("vllm", "a LoRA adapter on its base is served by vLLM")
     try:
         env = find_vllm(serve.vllm.env)
     except VllmEnvError:

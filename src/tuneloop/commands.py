@@ -41,7 +41,7 @@ def check(
         typer.echo(warning, err=True)
     _, choice = resolve_serve(checked)
     if choice is not None:  # what `run` would serve with
-        typer.echo(f"serve.backend auto: {choice.backend} ({choice.reason})", err=True)
+        typer.echo(choice.line, err=True)
     typer.echo(dump_config(cfg), nl=False)
 
 

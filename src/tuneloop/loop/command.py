@@ -113,5 +113,5 @@ def chosen_backend(cfg: LoopConfig) -> LoopConfig:
 
     cfg, choice = resolve_serve(cfg)
     if choice is not None:
-        typer.echo(f"serve.backend auto: {choice.backend} ({choice.reason})", err=True)
+        typer.echo(choice.line, err=True)
     return cfg

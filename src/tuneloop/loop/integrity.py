@@ -339,12 +339,16 @@ def _final_descriptor(ctx: PhaseContext, verdict: GateVerdict) -> dict[str, Any]
     judged = run.adapter if adapter else run.merged_model
     digest = sha256_path(judged)
     _same_as_judged(judged, digest, verdict.evidence.challenger_model)
+    merged_sha = digest
     if adapter:  # served on the base: the base must still be the weights it was served on
         _same_as_judged(ctx.cfg.base, sha256_path(ctx.cfg.base), verdict.evidence.champion_model)
-    merged = (run.merged_model, sha256_path(run.merged_model) if adapter else digest)
+        recorded = round_models(ctx.workdir)  # the merged model rides along by its record
+        if recorded is None:
+            raise PhaseFailed("the round's merged model hash is not recorded; redo from merge")
+        merged_sha = recorded[1]
     descriptor = challenger_descriptor(
         ctx.cfg,
-        merged,
+        (run.merged_model, merged_sha),
         (run.adapter, digest) if adapter else None,
         base_sha256=verdict.evidence.champion_model,
         run_id=verdict.run_id,

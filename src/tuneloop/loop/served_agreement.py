@@ -26,21 +26,21 @@ from typing import Any
 from tuneloop.config import LoopConfig
 from tuneloop.endpoint import Decoding
 from tuneloop.evaluate.agreement import Agreement
-from tuneloop.loop.layout import slice_ids
 from tuneloop.records import write_jsonl
+from tuneloop.suite import Suite, SuiteItem
 
 AGREEMENT_DIR = "agreement"
 """The doctor's subfolder with the two logs and the prompts they answered."""
 
 
-def agreement_items(cfg: LoopConfig) -> list[str]:
-    """The first `merge.agreement_items` ids the round evaluates, less the gate slice's."""
-    from tuneloop.suite import load_suite
+def agreement_items(cfg: LoopConfig, suite: Suite) -> list[SuiteItem]:
+    """The first `merge.agreement_items` items the round evaluates, less the gate slice's."""
+    from tuneloop.suite import resolve_slice
 
-    suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
-    evaluated = slice_ids(cfg, cfg.eval.slice) if cfg.eval.slice else [i.id for i in suite.items]
-    held = set(slice_ids(cfg, cfg.gate.slice)) if cfg.gate.enabled else set()
-    return [i for i in evaluated if i not in held][: cfg.merge.agreement_items]
+    chosen = set(resolve_slice(suite, cfg.suite, cfg.eval.slice)) if cfg.eval.slice else None
+    held = set(resolve_slice(suite, cfg.suite, cfg.gate.slice)) if cfg.gate.enabled else set()
+    kept = [i for i in suite.items if (chosen is None or i.id in chosen) and i.id not in held]
+    return kept[: cfg.merge.agreement_items]
 
 
 def served_agreement(
@@ -50,7 +50,7 @@ def served_agreement(
     folder: Path,
     decoding: Decoding | None,
 ) -> Agreement:
-    """Serve `merged`, then `adapter` on `cfg.base`, greedily on `agreement_items(cfg)`; the
+    """Serve `merged`, then `adapter` on `cfg.base`, greedily on `agreement_items`; the
     pairing of their completions. Logs and the prompt file go under `folder/agreement/`."""
     from tuneloop.evaluate import evaluate
     from tuneloop.evaluate.agreement import agreement
@@ -59,10 +59,9 @@ def served_agreement(
 
     out = folder / AGREEMENT_DIR
     out.mkdir(parents=True, exist_ok=True)
-    ids = set(agreement_items(cfg))
     suite = load_suite(cfg.suite.path, cfg.suite.default_scorer)
     prompts = out / "suite.jsonl"
-    write_jsonl(prompts, [_row(i.raw, i.id, i.scorer) for i in suite.items if i.id in ids])
+    write_jsonl(prompts, [_row(i.raw, i.id, i.scorer) for i in agreement_items(cfg, suite)])
     greedy = cfg.eval.model_copy(update={"n_samples": 1, "temperature": 0.0, "slice": None})
     for arm, model, served_adapter in (("merged", merged, None), ("adapter", cfg.base, adapter)):
         log = out / f"{arm}.server.log"

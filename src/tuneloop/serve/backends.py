@@ -315,8 +315,8 @@ def auto(
     adapter, the only backend that serves one)."""
     from tuneloop.backend_choice import choose_backend
 
-    wanted = config if adapter is None else config.model_copy(update={"challenger": "adapter"})
-    chosen = config.model_copy(update={"backend": choose_backend(wanted, model).backend})
+    choice = choose_backend(config, model, adapter=adapter is not None)
+    chosen = config.model_copy(update={"backend": choice.backend})
     extra = {"adapter": adapter} if adapter is not None else {}
     start = serve_backends.get(chosen.backend)
     with start(model, chosen, log_path=log_path, arm=arm, decoding=decoding, **extra) as ep:

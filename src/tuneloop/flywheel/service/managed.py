@@ -271,8 +271,11 @@ class ManagedService:
         refused = f"champion v{version} ({model_dir}) was not served{kept}"
         if not (model_dir / "config.json").is_file():
             raise InputError(f"{refused}: not a model folder (expected config.json in it)")
-        backend = self.settings.server.backend
-        if adapter is not None and backend not in ("vllm", "auto"):
+        from tuneloop.backend_choice import choose_backend
+
+        server = self.settings.server  # `auto`: resolved for this champion
+        backend = choose_backend(server, model_dir, adapter=adapter is not None).backend
+        if adapter is not None and backend != "vllm":
             raise InputError(
                 f"{refused}: it is a LoRA adapter on its base ({adapter}), and serve.backend "
                 f"{backend!r} serves merged models only; serve the service with "
@@ -281,7 +284,7 @@ class ManagedService:
         folder, host = self.settings.state_dir, self._state.host
         port_file, log = folder / f"server-v{version}.port", folder / f"server-v{version}.log"
         port_file.unlink(missing_ok=True)
-        argv, api_key, extra = self._server_argv(model_dir.resolve(), port_file, adapter)
+        argv, api_key, extra = self._server_argv(model_dir.resolve(), port_file, backend, adapter)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", **extra}  # a local folder needs no hub
         proc = spawn_detached(argv, log, env)
         self._children[proc.pid] = proc
@@ -319,7 +322,7 @@ class ManagedService:
         return record
 
     def _server_argv(
-        self, model_dir: Path, port_file: Path, adapter: Path | None = None
+        self, model_dir: Path, port_file: Path, backend: str, adapter: Path | None = None
     ) -> tuple[list[str], str | None, dict[str, str]]:
         """The server's command line (the loop's own: `embedded_argv`, or `vllm_argv` with the
         vLLM environment), the API key it will require if `api_key_env` names one, and what
@@ -336,7 +339,6 @@ class ManagedService:
         An adapter champion (`serve.challenger: adapter`) is served by vLLM as the LoRA module
         named `served_name` on its base (served as `<served_name>-base`); each version is a
         new server, so no adapter name is reloaded into a prefix cache that knew another."""
-        from tuneloop.backend_choice import choose_backend
         from tuneloop.envkeys import read_api_key
         from tuneloop.serve.adapter import served_adapter
         from tuneloop.serve.backends import embedded_argv, vllm_argv
@@ -344,9 +346,6 @@ class ManagedService:
 
         server, name = self.settings.server, self.settings.served_name
         api_key = read_api_key(server.api_key_env, "serve.api_key_env")
-        challenger = "adapter" if adapter is not None else "merged"
-        wanted = server.model_copy(update={"challenger": challenger})
-        backend = choose_backend(wanted, model_dir).backend  # `auto`: for this champion
         if backend != "vllm":
             argv = embedded_argv(model_dir, self._state.host, 0, server)
             argv += ["--served-model-name", name, "--port-file", str(port_file)]

@@ -153,7 +153,7 @@ def execute(
     )
     rcfg, choice = resolve_serve(rcfg)  # `serve.backend: auto`, for this round's base
     if choice is not None:
-        console.print(f"serve.backend auto: {choice.backend} ({choice.reason})", highlight=False)
+        console.print(choice.line, highlight=False)
     runner = Runner(rcfg, req.config_path, req.selection, phases)
     if plan is not None:
         plan(runner)
