@@ -20,7 +20,8 @@ from tuneloop.serve.lifecycle import bind
 
 def fake_upstream(name: str, *, delay_s: float = 0.0, chunk_delay_s: float = 0.0) -> FastAPI:
     """Answers chat and text completions with `<name>: <last user text>`; the model is `name`,
-    completion ids are `chatcmpl-<name>-<n>`. `stream: true` gets SSE chunks, one per word."""
+        completion ids are `chatcmpl-<name>-<n>`. `stream: true` gets SSE chunks, one per word. A
+    whole chat answer's `x-seen-model` header is the model the request asked for."""
     app = FastAPI()
     counter = itertools.count()
 
@@ -48,7 +49,7 @@ def fake_upstream(name: str, *, delay_s: float = 0.0, chunk_delay_s: float = 0.0
         choice = {"index": 0, "message": {"role": "assistant", "content": text}}
         seen = request.headers.get("authorization", "")
         return JSONResponse(
-            headers={"x-seen-authorization": seen},
+            headers={"x-seen-authorization": seen, "x-seen-model": str(body.get("model"))},
             content={
                 "id": cid,
                 "object": "chat.completion",

@@ -126,9 +126,12 @@ def vllm_argv(
     config: ServeConfig,
     env: VllmEnv,
     adapter: ServedAdapter | None = None,
+    max_loras: int = 1,
 ) -> list[str]:
     """vLLM's OpenAI API server command line for the `serve` settings, run by `env`'s Python;
-    with `adapter`, the LoRA adapter served on `model` under its own name (`--lora-modules`)."""
+    with `adapter`, the LoRA adapter served on `model` under its own name (`--lora-modules`),
+    and room for `max_loras` adapters in one batch (the managed service's hot-load runs two
+    side by side while the old one drains)."""
     vllm = config.vllm
     argv = [*env.argv(), "--model", str(model), "--host", host, "--port", str(port)]
     argv += ["--dtype", vllm.dtype, "--seed", str(vllm.seed)]
@@ -154,7 +157,8 @@ def vllm_argv(
     if vllm.tool_call_parser:
         argv += ["--enable-auto-tool-choice", "--tool-call-parser", vllm.tool_call_parser]
     if adapter is not None:
-        argv += ["--enable-lora", "--max-loras", "1", "--max-lora-rank", str(adapter.max_lora_rank)]
+        argv += ["--enable-lora", "--max-loras", str(max_loras)]
+        argv += ["--max-lora-rank", str(adapter.max_lora_rank)]
         argv += ["--lora-modules", f"{adapter.name}={adapter.path}"]
     return argv + list(vllm.extra_args)
 

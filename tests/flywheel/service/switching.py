@@ -20,10 +20,13 @@ PACE_S = 0.25
 well inside a loop of ~150 requests."""
 
 
-def add_champion(ledger: Path, model_dir: Path) -> int:
+def add_champion(ledger: Path, model_dir: Path, adapter: Path | None = None) -> int:
+    """`model_dir` (with `adapter` on it: an adapter champion) as the ledger's champion."""
     from tuneloop.gate.ledger import open_ledger
 
-    descriptor = {"kind": "single", "path": str(model_dir), "sha256": "0" * 64}
+    descriptor: dict[str, object] = {"kind": "single", "path": str(model_dir), "sha256": "0" * 64}
+    if adapter is not None:
+        descriptor["adapter"] = {"path": str(adapter), "sha256": "1" * 64}
     with open_ledger(ledger) as book, book.transaction():
         return book.add_champion(descriptor, run_id=None, at="2026-12-01T00:00:00Z", via="test")
 
@@ -34,6 +37,8 @@ class Load:
 
     url: str
     done: list[tuple[float, float, str | None]] = field(default_factory=list)
+    answered: list[tuple[float, str]] = field(default_factory=list)
+    """(when it was sent, the model its answer names), for each answer."""
     stop: threading.Event = field(default_factory=threading.Event)
 
     def worker(self, index: int) -> None:
@@ -50,6 +55,7 @@ class Load:
                     max_tokens=8,
                 )
                 assert reply.choices[0].finish_reason is not None
+                self.answered.append((began, reply.model))
             except Exception as err:  # every failure counts; none may happen
                 error = f"{type(err).__name__}: {err}"
             self.done.append((began, time.monotonic(), error))
@@ -87,6 +93,11 @@ class Switch:
     @property
     def during(self) -> list[tuple[float, float, str | None]]:
         return [r for r in self.load.done if r[0] < self.ended and r[1] > self.began]
+
+    @property
+    def answered_after(self) -> set[str]:
+        """The models that answered the requests sent after the switch."""
+        return {model for began, model in self.load.answered if began >= self.ended}
 
     @property
     def after(self) -> list[tuple[float, float, str | None]]:

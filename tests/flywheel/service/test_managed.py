@@ -319,7 +319,7 @@ def test_an_adapter_champion_is_served_by_vllm_as_the_clients_model(tmp_path: Pa
     settings = ServiceSettings(state_dir=tmp_path / "svc", port=0, server=server)
     service = ManagedService(settings, log=lambda _: None)
     try:
-        argv, _, _ = service._server_argv(MODEL, tmp_path / "port", "vllm", lora)
+        argv, *_ = service._server_argv(MODEL, tmp_path / "port", "vllm", lora)
     finally:
         service.close()
     assert argv[argv.index("--lora-modules") + 1] == f"champion={lora.resolve()}"

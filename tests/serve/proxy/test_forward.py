@@ -77,7 +77,7 @@ async def test_switching_upstream_under_load_fails_no_request(tmp_path: Path) ->
     # requests taken before the switch but not yet sent may go to either
     assert sum(m == "A" for _, _, m in results) >= switch_at - concurrency
     assert drained.json()["drained"] is True
-    assert state == {"upstream": b, "in_flight": {a: 0, b: 0}}
+    assert state == {"upstream": b, "models": {}, "in_flight": {a: 0, b: 0}}
     rows = [json.loads(line) for line in log.path.read_text().splitlines()]
     assert len(rows) == total  # every exchange logged, the log closed at shutdown
 
@@ -100,6 +100,52 @@ async def test_in_flight_requests_finish_on_the_old_upstream() -> None:
                 assert await proxy.drain(old, timeout=5) is True
                 assert (await slow).json()["model"] == "old"
                 assert proxy.in_flight() == {old: 0, new: 0}
+
+
+async def test_a_route_renames_the_model_asked_for_and_drains_on_its_own() -> None:
+    """The managed service's hot-load: the same upstream under a new name is a new route; the
+    old route's requests finish as they were sent and a drain waits for them alone."""
+    with running(fake_upstream("vllm", delay_s=0.5)) as url:
+        proxy = Proxy(ProxySettings(upstream=url, admin_token="t"))
+        with running(create_proxy_app(proxy)) as base:
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                slow = asyncio.ensure_future(
+                    client.post("/v1/chat/completions", json=chat("x", "champion"))
+                )
+                while proxy.in_flight().get(url) != 1:
+                    await asyncio.sleep(0.01)
+                body = {"upstream": url, "models": {"champion": "champion-v2"}}
+                switched = await client.post("/admin/upstream", json=body, headers=ADMIN)
+                assert switched.json()["models"] == {"champion": "champion-v2"}
+                new = asyncio.ensure_future(
+                    client.post("/v1/chat/completions", json=chat("y", "champion"))
+                )
+                while proxy.in_flight().get(url) != 2:
+                    await asyncio.sleep(0.01)
+                assert await proxy.drain(url, timeout=5, models={}) is True  # the old route
+                assert slow.done() and not new.done()
+                other = await client.post("/v1/chat/completions", json=chat("z", "base"))
+                assert (await new).headers["x-seen-model"] == "champion-v2"
+    assert (await slow).headers["x-seen-model"] == "champion"
+    assert other.headers["x-seen-model"] == "base"  # a name the route does not rename
+    route = proxy._current
+    assert route.renamed(b"not json") == b"not json"
+    assert route.renamed(b'["champion"]') == b'["champion"]'
+    assert json.loads(route.renamed(b'{"model": "champion", "n": 2}')) == {
+        "model": "champion-v2",
+        "n": 2,
+    }
+
+
+@pytest.mark.parametrize("models", ['["a"]', '{"champion": 2}', '{"": "x"}'])
+async def test_renames_must_map_names_to_names(models: str) -> None:
+    headers = {**ADMIN, "content-type": "application/json"}
+    body = f'{{"upstream": "http://127.0.0.1:1", "models": {models}}}'
+    async with asgi_client(Proxy(ProxySettings(upstream="http://a:1", admin_token="t"))) as client:
+        answer = await client.post("/admin/upstream", content=body, headers=headers)
+        drain = await client.post("/admin/drain", content=body, headers=headers)
+    assert (answer.status_code, drain.status_code) == (400, 400)
+    assert answer.json()["error"]["param"] == "models"
 
 
 async def test_an_unreachable_upstream_is_a_502_naming_the_reason() -> None:

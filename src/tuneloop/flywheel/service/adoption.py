@@ -10,7 +10,10 @@ per process:
   does not answer is stopped;
 - a server is adopted when it is the adopted proxy's upstream and answers `/health`; any other
   live server — a candidate or an old one from a start or switch a crash interrupted, or one
-  whose proxy is gone — is stopped.
+  whose proxy is gone — is stopped. An adopted server whose adapter name is not the one the
+  proxy renames `served_name` to (a hot-load the crash interrupted after the proxy switched)
+  takes the proxy's word for its name, and forgets its version, so that the next
+  `reserve_champion` completes the hot-load (`hot_load.py`).
 
 `take_lock(folder)` keeps a second `ManagedService` off the same state folder: an flock on
 `service.lock`, which the kernel releases when its holder dies (kill -9 included), naming the
@@ -44,19 +47,29 @@ def adopt(
     grace_s: float,
     log: Callable[[str], None],
     token: str | None = None,
+    served_name: str,
 ) -> ServiceState:
     """Keep what still answers of `found`, stop the rest; `host`/`port` are the settings'
-    (an adopted proxy keeps the host it was started with), `token` the proxy's admin token."""
+    (an adopted proxy keeps the host it was started with), `token` the proxy's admin token,
+    `served_name` the model name clients ask for."""
     host = found.host if found.proxy is not None else host
     state = ServiceState(host=host)
-    upstream = _adopt_proxy(found, port, log, token)
+    upstream, models = _adopt_proxy(found, port, log, token)
     if upstream is not None:
         state.proxy = found.proxy
+    routed = models.get(served_name, served_name)
     for server in found.servers:
         if not alive(server):
             log(f"forgot server pid {server.pid} (v{server.version}): it is gone")
         elif upstream == server.url(host) and _answers(f"{server.url(host)}/health"):
             log(f"adopted server pid {server.pid} (v{server.version}) on port {server.port}")
+            if server.lora_name is not None and server.lora_name != routed:
+                log(
+                    f"the proxy sends {served_name!r} to its adapter {routed!r}, not "
+                    f"{server.lora_name!r} (an interrupted hot-load): its version is re-checked"
+                )
+                update = {"lora_name": routed, "version": None, "adapter_dir": None}
+                server = server.model_copy(update=update)
             state.servers.append(server)
             state.current_port = server.port
         else:
@@ -72,27 +85,32 @@ def adopt(
 
 def _adopt_proxy(
     found: ServiceState, port: int, log: Callable[[str], None], token: str | None
-) -> str | None:
-    """The adopted proxy's upstream, or None (the proxy was forgotten or stopped)."""
+) -> tuple[str | None, dict[str, str]]:
+    """The adopted proxy's upstream and the model names it renames, or (None, {}) (the proxy
+    was forgotten or stopped)."""
     proxy = found.proxy
     if proxy is None:
-        return None
+        return None, {}
     if not alive(proxy):
         log(f"forgot proxy pid {proxy.pid}: it is gone")
-        return None
+        return None, {}
+    upstream, models = None, {}
     try:
         url = f"{proxy.url(found.host)}/admin/upstream"
         answer = httpx.get(url, headers=admin_headers(token), timeout=5.0)
-        upstream = str(answer.json()["upstream"]) if answer.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        if answer.status_code == 200:
+            found_route = answer.json()
+            upstream = str(found_route["upstream"])
+            models = {str(k): str(v) for k, v in (found_route.get("models") or {}).items()}
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
         upstream = None
     if upstream is None or (port and proxy.port != port):
         why = "does not answer" if upstream is None else f"is on port {proxy.port}, not {port}"
         log(f"proxy pid {proxy.pid} {why}; stopping it")
         _stop_found(proxy, PROXY_GRACE_S, log)
-        return None
+        return None, {}
     log(f"adopted proxy pid {proxy.pid} on port {proxy.port} → {upstream}")
-    return upstream
+    return upstream, models
 
 
 def read_token(path: Path) -> str | None:

@@ -14,7 +14,12 @@ neither changes when the champion does. Behind that address is `tuneloop proxy` 
 free loopback port: the embedded server (`python -m tuneloop.serve.app`), or vLLM's API server
 from the vLLM environment with `serve.backend: vllm` (a new server per version, so no adapter
 name is ever reloaded: vLLM would answer a reloaded name from its stale prefix cache). An
-adapter champion (`serve.challenger: adapter`) is served by vLLM as a LoRA module on its base.
+adapter champion (`serve.challenger: adapter`) is served by vLLM as a LoRA module on its base,
+and a later adapter champion on the same base is hot-loaded into that server under a new name
+instead (`hot_load.py`): loaded, checked with one real completion under its own name, then the
+proxy renames `served_name` to it (`POST /admin/upstream` with `models`), drains the old name's
+requests and the old adapter is unloaded — the same steps as a switch, one server throughout.
+A hot-load that fails falls back to a new server.
 
 A switch starts the new champion's server and waits for its health check and one real
 completion (the loop's `serve.lifecycle.wait_ready`); only then does it `POST /admin/upstream`
@@ -56,7 +61,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -69,6 +74,16 @@ from tuneloop.flywheel.service.adoption import (
     adopt,
     read_token,
     take_lock,
+)
+from tuneloop.flywheel.service.hot_load import (
+    MAX_LORAS,
+    RUNTIME_LORA_ENV,
+    TIMEOUT_S,
+    hot_loadable,
+    load_adapter,
+    loaded_adapters,
+    unload_adapter,
+    version_name,
 )
 from tuneloop.flywheel.service.processes import (
     PROXY_GRACE_S,
@@ -83,6 +98,9 @@ from tuneloop.flywheel.service.processes import (
     wait_proxy,
 )
 from tuneloop.vllm_env import find_vllm
+
+if TYPE_CHECKING:
+    from tuneloop.serve.adapter import ServedAdapter
 
 
 @dataclass(frozen=True)
@@ -122,6 +140,8 @@ class ServiceStatus:
     """The model name clients request."""
     version: int | None
     model_dir: str | None
+    adapter_dir: str | None
+    """The LoRA adapter served on `model_dir` (an adapter champion), else None."""
     upstream: str | None
     """The current server's base URL."""
     proxy_pid: int | None
@@ -151,6 +171,7 @@ class ManagedService:
                 grace_s=settings.stop_grace_s,
                 log=self.log,
                 token=read_token(self._token_file),
+                served_name=settings.served_name,
             )
             self._save()
         except BaseException:
@@ -200,6 +221,9 @@ class ManagedService:
             )
         began = time.monotonic()
         old = self._state.current()
+        if adapter is not None and old is not None and self._hot_load(old, version, adapter):
+            self.log(f"hot-loaded champion v{version} in {time.monotonic() - began:.1f} s")
+            return self.status()
         self.log(f"switch to champion v{version}: starting its server ({model_dir})")
         new = self._start_server(Path(model_dir), version, keeping=old, adapter=adapter)
         body: dict[str, Any] = {"upstream": new.url(self._state.host)}
@@ -238,6 +262,7 @@ class ManagedService:
             model=self.settings.served_name,
             version=current.version if current else None,
             model_dir=current.model_dir if current else None,
+            adapter_dir=current.adapter_dir if current else None,
             upstream=current.url(state.host) if current else None,
             proxy_pid=proxy.pid if proxy else None,
             server_pid=server.pid if server else None,
@@ -284,7 +309,9 @@ class ManagedService:
         folder, host = self.settings.state_dir, self._state.host
         port_file, log = folder / f"server-v{version}.port", folder / f"server-v{version}.log"
         port_file.unlink(missing_ok=True)
-        argv, api_key, extra = self._server_argv(model_dir.resolve(), port_file, backend, adapter)
+        argv, api_key, extra, lora = self._server_argv(
+            model_dir.resolve(), port_file, backend, adapter
+        )
         env = {**os.environ, "HF_HUB_OFFLINE": "1", **extra}  # a local folder needs no hub
         proc = spawn_detached(argv, log, env)
         self._children[proc.pid] = proc
@@ -299,6 +326,8 @@ class ManagedService:
                 log=str(log),
                 model_dir=str(model_dir.resolve()),
                 adapter_dir=str(adapter.resolve()) if adapter is not None else None,
+                lora_name=self.settings.served_name if lora is not None else None,
+                max_lora_rank=lora.max_lora_rank if lora is not None else None,
                 version=version,
             )
             self._state.servers.append(record)
@@ -323,11 +352,12 @@ class ManagedService:
 
     def _server_argv(
         self, model_dir: Path, port_file: Path, backend: str, adapter: Path | None = None
-    ) -> tuple[list[str], str | None, dict[str, str]]:
+    ) -> tuple[list[str], str | None, dict[str, str], ServedAdapter | None]:
         """The server's command line (the loop's own: `embedded_argv`, or `vllm_argv` with the
-        vLLM environment), the API key it will require if `api_key_env` names one, and what
-        its environment needs besides ours. vLLM cannot report a port it picked, so it gets a
-        free one, written to `port_file` here; its key goes in `VLLM_API_KEY`, never argv.
+        vLLM environment), the API key it will require if `api_key_env` names one, what its
+        environment needs besides ours, and the adapter it serves (under `served_name`). vLLM
+        cannot report a port it picked, so it gets a free one, written to `port_file` here;
+        its key goes in `VLLM_API_KEY`, never argv.
 
         A CPU build of vLLM pins its worker to cores it picks for itself, the same cores for
         every instance: during a switch the candidate's worker is pinned beside the loaded
@@ -337,8 +367,8 @@ class ManagedService:
         variable is set.
 
         An adapter champion (`serve.challenger: adapter`) is served by vLLM as the LoRA module
-        named `served_name` on its base (served as `<served_name>-base`); each version is a
-        new server, so no adapter name is reloaded into a prefix cache that knew another."""
+        named `served_name` on its base (served as `<served_name>-base`), in a server that
+        takes the next adapter champions at runtime (`hot_load.py`)."""
         from tuneloop.envkeys import read_api_key
         from tuneloop.serve.adapter import served_adapter
         from tuneloop.serve.backends import embedded_argv, vllm_argv
@@ -349,19 +379,94 @@ class ManagedService:
         if backend != "vllm":
             argv = embedded_argv(model_dir, self._state.host, 0, server)
             argv += ["--served-model-name", name, "--port-file", str(port_file)]
-            return argv, api_key, {}
+            return argv, api_key, {}, None
         vllm = find_vllm(server.vllm.env)
         port = free_port(self._state.host)
-        lora = None
+        lora, extra = None, {"VLLM_API_KEY": api_key} if api_key else {}
         if adapter is not None:
             lora = dataclasses.replace(served_adapter(adapter.resolve()), name=name)
             name = f"{name}-base"  # the base's own name; clients ask for the adapter
-        argv = vllm_argv(model_dir, self._state.host, port, server, vllm, lora)
+            extra.update(RUNTIME_LORA_ENV)
+        argv = vllm_argv(model_dir, self._state.host, port, server, vllm, lora, MAX_LORAS)
         port_file.write_text(f"{port}\n")
-        extra = {"VLLM_API_KEY": api_key} if api_key else {}
         if vllm.cpu and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
             extra["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
-        return [*argv, "--served-model-name", name], api_key, extra
+        return [*argv, "--served-model-name", name], api_key, extra, lora
+
+    def _hot_load(self, old: ProcessRecord, version: int, adapter: Path) -> bool:
+        """Load champion `version`'s adapter into `old`'s vLLM server and switch the proxy to
+        it (`hot_load.py`); False, with the reason logged, when a new server must serve it
+        instead. Raises only when the proxy refuses the switch (the new adapter unloaded)."""
+        from tuneloop.envkeys import read_api_key
+        from tuneloop.serve.adapter import served_adapter
+        from tuneloop.serve.lifecycle import probe
+
+        try:
+            lora = served_adapter(adapter.resolve())
+        except InputError:
+            return False  # the new server's start refuses it, naming the file
+        served, model_dir = self.settings.served_name, Path(old.model_dir or "")
+        why = hot_loadable(old, model_dir, lora.rank)
+        if why is not None:
+            self.log(f"champion v{version} gets a new server: {why}")
+            return False
+        root, name = old.url(self._state.host), version_name(served, version)
+        key = read_api_key(self.settings.server.api_key_env, "serve.api_key_env")
+        self.log(f"switch to champion v{version}: loading its adapter into v{old.version}'s server")
+        try:
+            loaded = loaded_adapters(root, key)
+            if loaded.get(name) != str(lora.path):
+                if name in loaded and name != old.lora_name:
+                    unload_adapter(root, name, key)  # left by an interrupted hot-load
+                load_adapter(root, name, lora.path, key)
+            problem = probe(f"{root}/v1", name, key, TIMEOUT_S)
+            if problem is not None:
+                raise PhaseFailed(f"its first completion failed ({problem})")
+        except PhaseFailed as err:
+            self.log(f"hot-load of v{version} failed ({err}); starting a new server instead")
+            self._unload(root, name, key, keep=old.lora_name)
+            return False
+        body: dict[str, Any] = {"upstream": root, "models": {served: name}}
+        if self.settings.server.api_key_env:
+            body["upstream_key"] = True
+        try:
+            self._admin("upstream", body, 10.0)
+        except PhaseFailed:
+            self._unload(root, name, key, keep=old.lora_name)
+            raise
+        update = {"adapter_dir": str(lora.path), "lora_name": name, "version": version}
+        new = old.model_copy(update=update)
+        self._state.servers = [new if s.pid == old.pid else s for s in self._state.servers]
+        self._save()
+        self.log(f"proxy switched: {served!r} is {name!r} (was {old.lora_name!r})")
+        if old.lora_name is not None and old.lora_name != name:
+            self._drain_route(old, {} if old.lora_name == served else {served: old.lora_name})
+            self._unload(root, old.lora_name, key)
+        return True
+
+    def _drain_route(self, old: ProcessRecord, models: dict[str, str]) -> None:
+        """Wait (up to the drain timeout) for the requests the proxy sent as `models`."""
+        wait, url = self.settings.drain_timeout_s, old.url(self._state.host)
+        body = {"upstream": url, "models": models, "timeout_s": wait}
+        try:
+            answer = self._admin("drain", body, wait + 10)
+        except PhaseFailed as err:
+            self.log(f"could not drain v{old.version}'s adapter ({err}); unloading it anyway")
+            return
+        if answer.get("drained"):
+            self.log(f"drained v{old.version}'s adapter: nothing in flight")
+        else:
+            self.log(f"v{old.version}'s adapter still busy after {wait:g} s; unloading it anyway")
+
+    def _unload(self, root: str, name: str, key: str | None, keep: str | None = None) -> None:
+        """Unload adapter `name` (never `keep`, the one the proxy may still send to)."""
+        if name == keep:
+            return
+        try:
+            unload_adapter(root, name, key)
+            self.log(f"unloaded adapter {name!r}")
+        except PhaseFailed as err:
+            self.log(f"could not unload adapter {name!r} ({err}); it stays loaded")
 
     def _abandon(self, proc: Any, record: ProcessRecord | None) -> None:
         """Stop a candidate that failed to start, and forget it."""

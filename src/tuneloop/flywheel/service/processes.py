@@ -58,6 +58,12 @@ class ProcessRecord(BaseModel):
     """Servers: the checkpoint folder served."""
     adapter_dir: str | None = None
     """Servers: the LoRA adapter served on `model_dir`, if any."""
+    lora_name: str | None = None
+    """Servers: the name the server knows that adapter by, for a vLLM server that takes new
+    adapters at runtime (`hot_load.py`); clients ask for `served_name`, which the proxy
+    renames to this unless the two are the same."""
+    max_lora_rank: int | None = None
+    """Servers: the largest LoRA rank it was started to hold (`--max-lora-rank`)."""
     version: int | None = None
     """Servers: the champion version it serves."""
 

@@ -184,13 +184,26 @@ def _admin_routes(app: FastAPI, proxy: Proxy, bound: str) -> None:
         except InputError as err:
             raise ApiError(str(err), param="upstream") from None
 
+    async def renames(request: Request) -> dict[str, str] | None:
+        models = (await request.json()).get("models")
+        names = isinstance(models, dict) and all(
+            isinstance(k, str) and isinstance(v, str) and k and v for k, v in models.items()
+        )
+        if models is not None and not names:
+            raise ApiError(
+                'models must map requested names to upstream names, {"champion": "champion-v2"}',
+                param="models",
+            )
+        return models
+
     async def switch(request: Request) -> str:
         url = await target(request)
         keyed = (await request.json()).get("upstream_key", False)
         if not isinstance(keyed, bool):
             raise ApiError("upstream_key must be true or false", param="upstream_key")
+        models = await renames(request)
         try:
-            return proxy.switch(url, upstream_key=keyed)
+            return proxy.switch(url, upstream_key=keyed, models=models)
         except ValueError as err:
             raise ApiError(str(err), param="upstream_key") from None
 
@@ -200,7 +213,11 @@ def _admin_routes(app: FastAPI, proxy: Proxy, bound: str) -> None:
             previous = await switch(request) if request.method == "POST" else None
         except ApiError as err:
             return _error(err)
-        answer = {"upstream": proxy.upstream, "in_flight": proxy.in_flight()}
+        answer = {
+            "upstream": proxy.upstream,
+            "models": proxy.models,
+            "in_flight": proxy.in_flight(),
+        }
         return JSONResponse(answer if previous is None else {**answer, "previous": previous})
 
     async def drain(request: Request) -> Response:
@@ -212,9 +229,10 @@ def _admin_routes(app: FastAPI, proxy: Proxy, bound: str) -> None:
             number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
             if not number or not math.isfinite(timeout) or timeout < 0:
                 raise ApiError("timeout_s must be a finite number ≥ 0", param="timeout_s")
+            models = await renames(request)
         except ApiError as err:
             return _error(err)
-        drained = await proxy.drain(url, float(timeout))
+        drained = await proxy.drain(url, float(timeout), models)
         answer = {"upstream": url, "drained": drained, "in_flight": proxy.in_flight()}
         return JSONResponse(answer, status_code=200 if drained else 504)
 

@@ -25,6 +25,15 @@ HTTP: `POST /admin/upstream {"upstream": URL}`, `GET /admin/upstream` (current +
 counts), `POST /admin/drain {"upstream": URL, "timeout_s": S}`. The admin routes' own checks
 (token, Host, Origin, Content-Type) are `app.py`'s.
 
+Model names. A switch may also rename models on the way up: `{"upstream": URL, "models":
+{"champion": "champion-v2"}}` sends a request whose body asks for `champion` to URL as
+`champion-v2` (other names, and bodies that are not a JSON object, pass as sent; the answer is
+relayed untouched, so it names the model that answered). This is how the managed service
+hot-loads a new LoRA adapter into the vLLM server already running: the same URL under a new
+name is a new route, counted on its own, so `POST /admin/drain {"upstream": URL, "models":
+{...}}` waits for the old route's requests only (without `models`, a drain waits for every
+route to URL).
+
 The upstream key (`--upstream-key-env`) belongs to the configured upstream's origin (scheme,
 host and port): it is sent to an upstream switched in at runtime only when the switch says so
 (`POST /admin/upstream {"upstream": URL, "upstream_key": true}`, what the flywheel's managed
@@ -50,6 +59,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import threading
 from dataclasses import dataclass
@@ -112,16 +122,41 @@ def normalize_upstream(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
-class Upstream:
-    """One upstream base URL and the requests in flight to it (changed only on the proxy's
-    event loop; read from anywhere)."""
+Models = tuple[tuple[str, str], ...]
+"""A route's renames, requested name → upstream name, sorted (hashable: part of its key)."""
 
-    def __init__(self, url: str) -> None:
+
+def route_models(models: dict[str, str] | None) -> Models:
+    return tuple(sorted((models or {}).items()))
+
+
+class Upstream:
+    """One route: an upstream base URL, the model names it renames, and the requests in
+    flight on it (changed only on the proxy's event loop; read from anywhere)."""
+
+    def __init__(self, url: str, models: Models = ()) -> None:
         self.url = url
+        self.models = models
+        self._renames = dict(models)
         self.in_flight = 0
         self.auth: str | None = None
         """The `Authorization` value sent to it: the upstream key, where it is configured for
         this upstream (see the module docstring)."""
+
+    def renamed(self, body: bytes) -> bytes:
+        """`body` with its `model` renamed as this route says; as sent when there is nothing
+        to rename (no renames, not a JSON object, another name)."""
+        if not self._renames or not body:
+            return body
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return body
+        name = request.get("model") if isinstance(request, dict) else None
+        if not isinstance(name, str) or name not in self._renames:
+            return body
+        request["model"] = self._renames[name]
+        return json.dumps(request, ensure_ascii=False).encode()
 
 
 class Proxy:
@@ -130,7 +165,7 @@ class Proxy:
     def __init__(self, settings: ProxySettings) -> None:
         self.settings = settings
         self._lock = threading.Lock()  # switch() may be called from another thread
-        self._upstreams: dict[str, Upstream] = {}
+        self._upstreams: dict[tuple[str, Models], Upstream] = {}
         self._current = self._get(normalize_upstream(settings.upstream))
         self._origin = origin(self._current.url)
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
@@ -149,46 +184,69 @@ class Proxy:
     def upstream(self) -> str:
         return self._current.url
 
-    def switch(self, url: str, upstream_key: bool = False) -> str:
-        """Send new requests to `url` from now on; returns the previous upstream's URL.
+    @property
+    def models(self) -> dict[str, str]:
+        """The current route's renames (requested name → upstream name)."""
+        return dict(self._current.models)
+
+    def switch(
+        self, url: str, upstream_key: bool = False, models: dict[str, str] | None = None
+    ) -> str:
+        """Send new requests to `url` from now on, renaming `models` (requested name →
+        upstream name) on the way; returns the previous upstream's URL.
 
         The upstream key goes to `url` only when it has the configured upstream's origin or
         `upstream_key` says so; ValueError when `upstream_key` is asked of a proxy without one.
         """
         if upstream_key and self._upstream_auth is None:
             raise ValueError("upstream_key: this proxy has no upstream key (--upstream-key-env)")
-        new = self._get(normalize_upstream(url))
+        new = self._get(normalize_upstream(url), route_models(models))
         keyed = upstream_key or origin(new.url) == self._origin
         new.auth = self._upstream_auth if keyed else None
         with self._lock:
             old, self._current = self._current, new
         key = "with" if new.auth is not None else "without"
-        _LOG.warning("upstream switched: %s → %s (%s the upstream key)", old.url, new.url, key)
+        renames = "".join(f", {a} as {b}" for a, b in new.models)
+        _LOG.warning(
+            "upstream switched: %s → %s%s (%s the upstream key)", old.url, new.url, renames, key
+        )
         return old.url
 
     def in_flight(self) -> dict[str, int]:
-        """Requests in flight per upstream URL (upstreams ever used)."""
+        """Requests in flight per upstream URL (upstreams ever used, all their routes)."""
+        counts: dict[str, int] = {}
         with self._lock:
-            return {u.url: u.in_flight for u in self._upstreams.values()}
+            for route in self._upstreams.values():
+                counts[route.url] = counts.get(route.url, 0) + route.in_flight
+        return counts
 
-    async def drain(self, url: str, timeout: float | None = None) -> bool:
-        """Wait until no request is in flight to `url`; False if `timeout` passed first.
+    async def drain(
+        self, url: str, timeout: float | None = None, models: dict[str, str] | None = None
+    ) -> bool:
+        """Wait until no request is in flight to `url` (with `models`, on that route only);
+        False if `timeout` passed first.
 
         Polls every 10 ms rather than waiting on an event, so that it works from any event
         loop or thread (a watcher need not share the proxy's loop); a drain is rare.
         """
-        upstream = self._upstreams.get(normalize_upstream(url))
+        url, key = normalize_upstream(url), route_models(models)
+        with self._lock:
+            routes = [
+                route
+                for (at, renames), route in self._upstreams.items()
+                if at == url and (models is None or renames == key)
+            ]
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        while upstream is not None and upstream.in_flight > 0:
+        while any(route.in_flight > 0 for route in routes):
             if deadline is not None and loop.time() >= deadline:
                 return False
             await asyncio.sleep(0.01)
         return True
 
-    def _get(self, url: str) -> Upstream:
+    def _get(self, url: str, models: Models = ()) -> Upstream:
         with self._lock:
-            return self._upstreams.setdefault(url, Upstream(url))
+            return self._upstreams.setdefault((url, models), Upstream(url, models))
 
     def _session(self) -> aiohttp.ClientSession:
         """This event loop's client session (a session belongs to the loop that made it)."""
@@ -226,7 +284,7 @@ class Proxy:
         upstream.in_flight += 1
         try:
             try:
-                answer = await self._send(upstream, scope, headers, body)
+                answer = await self._send(upstream, scope, headers, upstream.renamed(body))
             except ApiError as err:
                 await send_error(send, err)
                 return

@@ -3,7 +3,10 @@
 makes an environment whose python does that), or this file run as a script.
 
 Speaks just enough of the OpenAI API (health, models, chat and text completions answering
-"42") to exercise tuneloop's vllm backend without vLLM. Prints its argv (never the key) so
+"42", naming the model asked for; an unknown model is a 404) to exercise tuneloop's vllm
+backend without vLLM; with `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`, also vLLM's
+`/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (a name loaded twice is a 400, an unknown
+one unloaded a 404, as vLLM answers). Prints its argv (never the key) so
 tests can check the command line; requires `Authorization: Bearer $VLLM_API_KEY` when set.
 Standard library only.
 """
@@ -28,6 +31,8 @@ def main() -> None:
         sys.exit("fake vllm: failing on purpose (FAKE_VLLM_FAIL)")
     key = os.environ.get("VLLM_API_KEY")
     name = args[args.index("--served-model-name") + 1] if "--served-model-name" in args else model
+    name_of_base = name
+    runtime_lora = os.environ.get("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "").lower() in ("1", "true")
     listed = [{"id": name, "object": "model", "root": model}]
     if "--lora-modules" in args:  # NAME=DIR, listed as vLLM lists a LoRA module
         lora, folder = args[args.index("--lora-modules") + 1].split("=", 1)
@@ -66,9 +71,33 @@ def main() -> None:
             elif self.path != "/v1/models":
                 self._send(404, {"error": {"message": "not found"}})
 
+        def _runtime_lora(self, body: dict) -> None:
+            name = body.get("lora_name")
+            known = [m for m in listed if m["id"] == name]
+            if self.path == "/v1/load_lora_adapter":
+                if known:
+                    self._send(400, {"error": {"message": f"{name} has already been loaded"}})
+                    return
+                listed.append({"id": name, "object": "model", "root": body["lora_path"]})
+                listed[-1]["parent"] = name_of_base
+            elif not known:
+                self._send(404, {"error": {"message": f"The lora adapter {name} cannot be found"}})
+                return
+            else:
+                listed.remove(known[0])
+            print(f"fake vllm: {self.path} {name}", flush=True)
+            self._send(200, {})
+
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             if not self._authorized():
+                return
+            if self.path.endswith("_lora_adapter") and runtime_lora:
+                self._runtime_lora(body)
+                return
+            asked = body.get("model", name_of_base)
+            if asked not in [m["id"] for m in listed]:
+                self._send(404, {"error": {"message": f"The model `{asked}` does not exist."}})
                 return
             n = int(body.get("n", 1))
             if self.path == "/v1/chat/completions":
@@ -93,7 +122,7 @@ def main() -> None:
                     "id": "fake",
                     "object": obj,
                     "created": 0,
-                    "model": model,
+                    "model": asked,
                     "choices": choices,
                     "usage": {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1},
                 },
