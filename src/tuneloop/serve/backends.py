@@ -103,6 +103,7 @@ def embedded(
         port_file = Path(tmp) / "port"
         argv = embedded_argv(model_dir, config.host, config.port, config, decoding)
         argv += ["--port-file", str(port_file), "--parent-pid", str(os.getpid())]
+        argv += ["--served-model-name", str(model)]  # the name the loop's records know
         launch = Launch(
             argv=argv,
             served_model=str(model),

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 def serve(
     model_dir: Annotated[Path, typer.Argument(help="A transformers model folder.")],
     served_model_name: Annotated[
-        str | None, typer.Option(help="Name clients request; defaults to MODEL_DIR as given.")
+        str | None, typer.Option(help="Name clients request; defaults to MODEL_DIR's folder name.")
     ] = None,
     traffic_log: Annotated[
         Path | None,

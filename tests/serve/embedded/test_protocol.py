@@ -26,9 +26,23 @@ def raw(obj: object) -> bytes:
     return json.dumps(obj).encode()
 
 
-def test_chat_defaults_fill_the_cap_and_keep_settings() -> None:
+def test_chat_keeps_its_settings_and_leaves_the_length_to_the_server() -> None:
     req = parse_chat({**CHAT, "n": 3, "seed": 7, "stop": "x"}, LIMITS)
-    assert (req.n, req.seed, req.max_tokens, req.stop_list()) == (3, 7, 64, ("x",))
+    assert (req.n, req.seed, req.max_tokens, req.stop_list()) == (3, 7, None, ("x",))
+    assert parse_chat({**CHAT, "max_tokens": 65}, LIMITS).max_tokens == 65  # clamped later
+
+
+@pytest.mark.parametrize(
+    ("prompt", "prompts"),
+    [
+        ("a", ["a"]),
+        (["a", "b"], ["a", "b"]),
+        ([5, 6], [[5, 6]]),
+        ([[5], [6, 7]], [[5], [6, 7]]),
+    ],
+)
+def test_a_completion_prompt_is_text_or_token_ids(prompt: object, prompts: list) -> None:
+    assert parse_completion({"model": "m", "prompt": prompt}, LIMITS).prompts() == prompts
 
 
 def test_max_completion_tokens_wins_over_max_tokens() -> None:
@@ -45,7 +59,7 @@ def test_text_content_parts_are_joined() -> None:
 @pytest.mark.parametrize(
     ("body", "param"),
     [
-        ({**CHAT, "max_tokens": 65}, "max_tokens"),
+        ({**CHAT, "max_tokens": 0}, "max_tokens"),
         ({**CHAT, "temperature": -1}, "temperature"),
         ({**CHAT, "top_p": 0}, "top_p"),
         ({**CHAT, "n": 0}, "n"),

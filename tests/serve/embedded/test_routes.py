@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -111,12 +112,12 @@ async def test_stop_strings_cut_the_completion(engine: Engine) -> None:
         ),
         (
             "/v1/completions",
-            b'{"model": "tiny", "prompt": "x", "max_tokens": 100}',
+            b'{"model": "tiny", "prompt": "x", "max_tokens": 0}',
             400,
             "invalid_value",
         ),
         ("/v1/completions", b'{"model": "tiny", "prompt": "", "max_tokens": 3}', 400, None),
-        ("/v1/completions", b'{"model": "tiny", "prompt": "x", "echo": true}', 400, None),
+        ("/v1/completions", b'{"model": "tiny", "prompt": "x", "best_of": 2}', 400, None),
         (
             "/v1/chat/completions",
             b'{"model": "tiny", "messages": [{"role": "user", "content": "x"}], "tools": '
@@ -163,3 +164,56 @@ async def test_completions_are_clamped_to_the_context_and_overlong_prompts_refus
     assert near.json()["choices"][0]["finish_reason"] == "length"
     assert over.status_code == 400
     assert over.json()["error"]["code"] == "context_length_exceeded"
+
+
+async def test_token_id_prompts_answer_as_their_text_does(engine: Engine) -> None:
+    """lm-eval's `local-completions` sends token ids by default."""
+    ids = engine.text_prompt("12+3=")
+    body = {"model": NAME, "max_tokens": 5, "temperature": 0}
+    async with client(engine) as c:
+        text = (await c.post("/v1/completions", json={**body, "prompt": "12+3="})).json()
+        one = (await c.post("/v1/completions", json={**body, "prompt": ids})).json()
+        two = (await c.post("/v1/completions", json={**body, "prompt": [ids, ids]})).json()
+        bad = await c.post("/v1/completions", json={**body, "prompt": [engine.vocab_size]})
+    assert [ch["text"] for ch in one["choices"]] == [text["choices"][0]["text"]]
+    assert [ch["text"] for ch in two["choices"]] == [text["choices"][0]["text"]] * 2
+    assert one["usage"]["prompt_tokens"] == len(ids)
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "prompt"
+
+
+async def test_max_tokens_above_the_cap_is_clamped_and_says_so(engine: Engine) -> None:
+    async with client(engine, config=ServerConfig(max_tokens_cap=4)) as c:
+        over = await c.post("/v1/completions", json={"model": NAME, "prompt": "1", "max_tokens": 9})
+        within = await c.post(
+            "/v1/completions", json={"model": NAME, "prompt": "1", "max_tokens": 3}
+        )
+        streamed = await c.post(
+            "/v1/chat/completions", json={**CHAT, "max_tokens": 50, "stream": True}
+        )
+    assert over.status_code == 200 and over.headers["x-tuneloop-max-tokens"] == "4"
+    assert over.json()["usage"]["completion_tokens"] <= 4
+    assert "x-tuneloop-max-tokens" not in within.headers
+    assert streamed.headers["x-tuneloop-max-tokens"] == "4"
+
+
+async def test_a_context_overflow_speaks_openais_words(engine: Engine) -> None:
+    """LangChain and litellm recognise an overflow by OpenAI's message, not only its code."""
+    async with client(engine) as c:
+        over = await c.post("/v1/completions", json={"model": NAME, "prompt": "1" * 1024})
+    error = over.json()["error"]
+    assert error["code"] == "context_length_exceeded" and error["param"] == "prompt"
+    assert error["message"].startswith("This model's maximum context length is 1024 tokens.")
+
+
+async def test_one_model_is_retrieved_by_its_id(engine: Engine) -> None:
+    async with client(engine) as c:
+        found = await c.get(f"/v1/models/{NAME}")
+        missing = await c.get("/v1/models/other")
+    assert found.json()["id"] == NAME
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
+
+
+def test_the_served_name_defaults_to_the_folders_name(tmp_path: Path) -> None:
+    assert ServerSettings().name_for(tmp_path / "arith" / "model") == "model"
+    assert ServerSettings().name_for("examples/arith/model/") == "model"
+    assert ServerSettings(served_model_name="x").name_for(tmp_path) == "x"

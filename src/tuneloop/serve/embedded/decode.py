@@ -32,7 +32,8 @@ import torch
 import torch.nn.functional as F
 
 from tuneloop.serve.embedded.kvcache import concat, left_pad, mergeable, seq_length, trim_left
-from tuneloop.serve.embedded.row import Row, RowResult
+from tuneloop.serve.embedded.logprobs import at_positions
+from tuneloop.serve.embedded.row import Row, RowResult, TokenLogprob
 
 
 def sample_next(
@@ -66,6 +67,8 @@ class _RowState:
         self.key = key
         self.row = row
         self.tokens: list[int] = []
+        self.logprobs: list[TokenLogprob] = []
+        self.prompt_logprobs: tuple[TokenLogprob, ...] | None = None
         self.generator = torch.Generator().manual_seed(row.seed)
 
     def uniform(self) -> float:
@@ -89,15 +92,23 @@ def _finish(
     """Append `token`; return the row's result if it is now finished."""
     state.tokens.append(token)
     if token in eos_ids:
-        return RowResult(decode(state.tokens[:-1]), "stop", len(state.tokens))
+        return _result(state, decode(state.tokens[:-1]), "stop", eos=True)
     if state.row.stops:
         text = decode(state.tokens)
         cuts = [text.find(s) for s in state.row.stops if s in text]
         if cuts:
-            return RowResult(text[: min(cuts)], "stop", len(state.tokens))
+            return _result(state, text[: min(cuts)], "stop")
     if len(state.tokens) >= state.row.max_tokens:
-        return RowResult(decode(state.tokens), "length", len(state.tokens))
+        return _result(state, decode(state.tokens), "length")
     return None
+
+
+def _result(state: _RowState, text: str, reason: str, eos: bool = False) -> RowResult:
+    logprobs = None
+    if state.row.logprobs is not None:
+        logprobs = tuple(state.logprobs[:-1] if eos else state.logprobs)
+    count = len(state.tokens)
+    return RowResult(text, reason, count, logprobs, state.prompt_logprobs)
 
 
 def _cache_arg(model: Any) -> str:
@@ -220,7 +231,7 @@ class DecodeBatch:
         ids, mask = _left_pad([row for _, row in rows], self.pad_id)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         group = _Group(states, ids, mask, positions, None)
-        if self._forward(group) and group.states:
+        if self._forward(group, prompt=True) and group.states:
             if self.running is None:
                 self.running = group
             else:
@@ -242,24 +253,32 @@ class DecodeBatch:
         elif gone:
             self.running.drop(gone)
 
-    def _forward(self, group: _Group) -> bool:
-        """Run the model on `group`, sample, finish rows; False when no row is left."""
+    def _forward(self, group: _Group, prompt: bool = False) -> bool:
+        """Run the model on `group`, sample, finish rows; False when no row is left. A
+        prefill (`prompt`) keeps every position's logits when a row asks for its prompt's
+        log-probabilities, else only the last."""
+        states = group.states
+        echo = prompt and any(s.row.prompt_logprobs is not None for s in states)
         out = self.model(
             input_ids=group.ids,
             attention_mask=group.mask,
             position_ids=group.positions,
             use_cache=True,
-            logits_to_keep=1,
+            logits_to_keep=0 if echo else 1,
             **{self.cache_arg: group.cache},
         )
         group.cache = getattr(out, self.cache_arg)
-        states = group.states
+        if echo:
+            _prompt_logprobs(states, group.ids, out.logits)
+        logits = out.logits[:, -1, :]
         temps = torch.tensor([s.row.temperature for s in states])
         top_ps = torch.tensor([s.row.top_p for s in states])
         # Greedy rows never read their draw; their generators are private, so skipping it
         # changes nothing that any row sees.
         draws = torch.tensor([s.uniform() if s.row.temperature > 0 else 0.0 for s in states])
-        tokens = sample_next(out.logits[:, -1, :], temps, top_ps, draws).tolist()
+        picked = sample_next(logits, temps, top_ps, draws)
+        _token_logprobs(states, logits, picked)
+        tokens = picked.tolist()
         keep: list[int] = []
         for k, (state, token) in enumerate(zip(states, tokens, strict=True)):
             result = _finish(state, int(token), self.eos_ids, self.decode)
@@ -273,6 +292,30 @@ class DecodeBatch:
             return False
         group.select(keep, tokens)
         return True
+
+
+def _token_logprobs(states: list[_RowState], logits: torch.Tensor, picked: torch.Tensor) -> None:
+    """Each asking row's log-probability of the token it picked, from this step's logits."""
+    asking = [k for k, s in enumerate(states) if s.row.logprobs is not None]
+    if not asking:
+        return
+    index = torch.tensor(asking)
+    top = max(states[k].row.logprobs or 0 for k in asking)
+    for k, entry in zip(asking, at_positions(logits[index], picked[index], top), strict=True):
+        states[k].logprobs.append(entry)
+
+
+def _prompt_logprobs(states: list[_RowState], ids: torch.Tensor, logits: torch.Tensor) -> None:
+    """Each asking row's prompt tokens after the first, scored by the prefill's logits at the
+    position before each (the prompt is the last `len(prompt_ids)` columns: left padding)."""
+    width = ids.shape[1]
+    for k, state in enumerate(states):
+        if state.row.prompt_logprobs is None:
+            continue
+        start = width - len(state.row.prompt_ids)
+        targets = ids[k, start + 1 :]
+        scored = at_positions(logits[k, start : width - 1], targets, state.row.prompt_logprobs)
+        state.prompt_logprobs = tuple(scored)
 
 
 def generate_batch(

@@ -88,6 +88,8 @@ class Engine:
         self.context: int | None = context or (int(built) if built else None)
         """Most positions (prompt + completion) a request may use: `context` when given
         (`serve.max_model_len`), else what the model was built for."""
+        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        """Token ids a prompt may use are below this (the output embedding's rows)."""
         self.batches_run = 0
         """How many groups of rows were admitted (one prefill each; tests read this)."""
         self.running = 0
@@ -100,6 +102,7 @@ class Engine:
         self._cond = threading.Condition()
         # The fast tokenizer is not safe to use from two threads at once.
         self._tok_lock = threading.Lock()
+        self._pieces: dict[int, str] = {}
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="tuneloop-engine", daemon=True)
 
@@ -158,6 +161,15 @@ class Engine:
     def decode(self, ids: list[int]) -> str:
         with self._tok_lock:
             return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def piece(self, token: int) -> str:
+        """One token's own text, special tokens kept (a logprob entry's `token`)."""
+        text = self._pieces.get(token)
+        if text is None:
+            with self._tok_lock:
+                text = str(self.tokenizer.decode([token], skip_special_tokens=False))
+            self._pieces[token] = text
+        return text
 
     # ---- queue --------------------------------------------------------------------------------
 

@@ -10,7 +10,8 @@ Schema: a bad one is a 400 naming `tools.N.function.parameters`), `tool_choice`,
 messages and assistant messages with `tool_calls`; `stream` (with
 `stream_options.include_usage`) works for both routes.
 
-Deliberate deviations from the OpenAI API: `logprobs`, `logit_bias`, `echo`, `best_of`,
+`logprobs` (with `top_logprobs` on chat, up to 20) and, on completions, `echo` are served
+(`logprobs.py`). Deliberate deviations from the OpenAI API: `logit_bias`, `best_of`,
 `suffix` and a non-zero `presence_penalty` or `frequency_penalty` are refused with a 400 rather
 than ignored, because silently dropping them would return something other than what was asked
 for (a zero, `false`, `{}` or `null` — what some clients send by default — asks for nothing).
@@ -41,12 +42,12 @@ MAX_N = 128
 """Most samples one request may ask for (each becomes a row in a generate batch)."""
 MAX_STOP = 4
 """OpenAI's limit on stop strings."""
+MAX_TOP = 20
+"""Most alternatives a position may report (`top_logprobs`, completions' `logprobs`), vLLM's
+default `max_logprobs`; OpenAI allows 20 on chat and 5 on completions."""
 
 UNSUPPORTED = (
-    "logprobs",
-    "top_logprobs",
     "logit_bias",
-    "echo",
     "best_of",
     "suffix",
     "presence_penalty",
@@ -193,7 +194,8 @@ class _Sampling(BaseModel):
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     """Nucleus mass."""
     max_tokens: int | None = Field(default=None, ge=1)
-    """Completion length limit; None means the server's cap."""
+    """Completion length limit; None means the server's cap. More than the cap or than the
+    context leaves is clamped to that (routes.py says so in a header)."""
     stop: str | list[str] | None = None
     """Up to 4 stop strings; the completion is cut before the first one."""
     seed: int | None = None
@@ -232,6 +234,10 @@ class ChatRequest(_Sampling):
     """`none` leaves the tools out of the prompt and reads no calls; `auto` (the default
     with tools), `required` and a named function render them and read calls back; the last
     two also prefill the start of a call, so that the model writes one (`tools.py`)."""
+    logprobs: bool | None = None
+    """Return each generated token's log-probability (`choices[].logprobs.content`)."""
+    top_logprobs: int | None = Field(default=None, ge=0, le=MAX_TOP)
+    """And the likeliest alternatives at each position (needs `logprobs`)."""
 
     @model_validator(mode="after")
     def _tool_choice_names_a_tool(self) -> ChatRequest:
@@ -244,6 +250,16 @@ class ChatRequest(_Sampling):
                 raise ValueError(f"tool_choice names {choice.function.name!r}, not in tools")
         return self
 
+    @model_validator(mode="after")
+    def _top_logprobs_need_logprobs(self) -> ChatRequest:
+        if self.top_logprobs and not self.logprobs:
+            raise ValueError("top_logprobs needs logprobs: true")
+        return self
+
+    def row_logprobs(self) -> int | None:
+        """Alternatives per generated token (None: no logprobs asked for)."""
+        return (self.top_logprobs or 0) if self.logprobs else None
+
     def tools_in_use(self) -> list[dict[str, Any]] | None:
         """The tools to render and read calls for (None without tools or with `none`)."""
         if not self.tools or self.tool_choice == "none":
@@ -251,21 +267,48 @@ class ChatRequest(_Sampling):
         return [t.model_dump(exclude_none=True) for t in self.tools]
 
 
+Prompt = str | list[str] | list[int] | list[list[int]]
+"""What `/v1/completions` takes as `prompt`, as OpenAI and vLLM do: text, texts, one prompt's
+token ids (lm-eval's `local-completions` sends these by default), or several."""
+
+
 class CompletionRequest(_Sampling):
     """`POST /v1/completions`."""
 
-    prompt: str | list[str]
-    """One raw prompt or a list of them (choices are ordered prompt-major)."""
+    prompt: Prompt
+    """One raw prompt or a list of them, as text or token ids (choices are ordered
+    prompt-major); token ids are taken as given (no special tokens added)."""
 
     max_tokens: int | None = Field(default=16, ge=1)
     """OpenAI's default for text completions is 16 tokens."""
+    logprobs: int | None = Field(default=None, ge=0, le=MAX_TOP)
+    """Each generated token's log-probability and this many alternatives (legacy shape)."""
+    echo: bool = False
+    """The prompt comes back before the completion; with `logprobs`, scored too (the first
+    prompt token has none): what lm-eval's loglikelihood tasks read."""
+
+    @model_validator(mode="after")
+    def _echo_is_not_streamed(self) -> CompletionRequest:
+        if self.echo and self.stream:
+            raise ValueError("echo: not with stream (ask without streaming)")
+        return self
 
     @field_validator("prompt")
     @classmethod
-    def _nonempty(cls, value: str | list[str]) -> str | list[str]:
+    def _nonempty(cls, value: Prompt) -> Prompt:
         if isinstance(value, list) and not value:
             raise ValueError("prompt list must not be empty")
+        nested = isinstance(value, list) and isinstance(value[0], list)
+        if nested and any(not ids for ids in value):  # type: ignore[union-attr]
+            raise ValueError("a token-id prompt must not be empty")
         return value
+
+    def prompts(self) -> list[str | list[int]]:
+        """Each prompt: a text, or a list of token ids."""
+        value = self.prompt
+        if isinstance(value, str) or (value and isinstance(value[0], int)):
+            return [value]  # type: ignore[list-item]
+        return list(value)  # type: ignore[arg-type]
 
 
 Limits = ServerConfig
@@ -312,18 +355,11 @@ def _loc(loc: tuple[int | str, ...]) -> str | None:
 
 
 def _model_param(message: str) -> str | None:
-    return "tool_choice" if "tool_choice" in message else None
+    return next((p for p in MODEL_PARAMS if p in message), None)
 
 
-def _check_max_tokens(req: _Sampling, limits: Limits) -> None:
-    if req.max_tokens is None:
-        req.max_tokens = limits.max_tokens_cap
-    elif req.max_tokens > limits.max_tokens_cap:
-        raise ApiError(
-            f"max_tokens {req.max_tokens} exceeds this server's cap {limits.max_tokens_cap}",
-            param="max_tokens",
-            code="invalid_value",
-        )
+MODEL_PARAMS = ("tool_choice", "top_logprobs", "echo")
+"""Fields the model-level checks are about, named by their messages."""
 
 
 def parse_chat(body: dict[str, Any], limits: Limits) -> ChatRequest:
@@ -331,15 +367,13 @@ def parse_chat(body: dict[str, Any], limits: Limits) -> ChatRequest:
     req: ChatRequest = _validate(ChatRequest, body)
     if req.max_completion_tokens is not None:
         req.max_tokens = req.max_completion_tokens
-    _check_max_tokens(req, limits)
     return req
 
 
 def parse_completion(body: dict[str, Any], limits: Limits) -> CompletionRequest:
     """Validate a text completion request against the schema and the server's caps."""
     req: CompletionRequest = _validate(CompletionRequest, body)
-    _check_max_tokens(req, limits)
-    prompts = 1 if isinstance(req.prompt, str) else len(req.prompt)
+    prompts = len(req.prompts())
     if prompts * req.n > limits.max_rows:
         raise ApiError(
             f"{prompts} prompts × n={req.n} exceeds this server's {limits.max_rows} rows",

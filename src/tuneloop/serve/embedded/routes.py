@@ -14,7 +14,8 @@ serve) is `server.py`.
 
 Safety: binds loopback unless told otherwise; with `--api-key-env VAR` every /v1 route needs
 `Authorization: Bearer $VAR`; bodies over `max_body_bytes` get a 413 and `max_tokens` over the
-cap a 400; malformed JSON and invalid parameters get a 400 with an OpenAI-style error body.
+cap or the context is clamped to it (the `x-tuneloop-max-tokens` header says so); malformed
+JSON and invalid parameters get a 400 with an OpenAI-style error body.
 Requests naming another model get a 404, so a client cannot silently evaluate the wrong model.
 """
 
@@ -25,6 +26,7 @@ import hmac
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
@@ -34,6 +36,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from tuneloop.config import ServerConfig
 from tuneloop.envs.render import prepare_messages, template_handles_tools
 from tuneloop.serve.api_error import ApiError
+from tuneloop.serve.embedded.logprobs import chat_logprobs, completion_logprobs
 from tuneloop.serve.embedded.protocol import (
     ChatRequest,
     CompletionRequest,
@@ -64,9 +67,16 @@ class ServerSettings:
     config: ServerConfig = ServerConfig()
     """Host, port, batching, caps and threads (`tuneloop serve`'s options)."""
     served_model_name: str | None = None
-    """Name clients put in `model`; defaults to the model folder as given."""
+    """Name clients put in `model`; defaults to the model folder's name (`model` for
+    `examples/arith/model`): clients log and display it, and a path there would only name
+    this machine's folders."""
     api_key: str | None = None
     """Bearer token required on /v1 routes (read from the env var, never from argv)."""
+
+    def name_for(self, model_dir: str | Path) -> str:
+        """The name served for `model_dir`: `served_model_name`, else the folder's name."""
+        return self.served_model_name or Path(model_dir).resolve().name
+
     port_file: str | None = None
     """Where to write the bound port (for port 0), for the parent that spawned us."""
     parent_pid: int | None = None
@@ -87,7 +97,13 @@ def _new_id(kind: str) -> str:
     return f"{prefix}-{_UNSEEDED.getrandbits(96):024x}"  # uuid4 costs a syscall
 
 
-def _chat_choice(index: int, result: RowResult, tools: bool, prefill: str = "") -> dict[str, Any]:
+def _chat_choice(
+    index: int,
+    result: RowResult,
+    tools: bool,
+    prefill: str = "",
+    logprobs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One chat choice; with tools in use, a completion that parses as calls becomes
     `tool_calls` with finish_reason `tool_calls`, anything else stays raw text. `prefill` (a
     forced call's start, see `tools.forced_prefix`) is read as the completion's beginning."""
@@ -102,29 +118,43 @@ def _chat_choice(index: int, result: RowResult, tools: bool, prefill: str = "") 
             "tool_calls": [call.openai() for call in parsed[1]],
         }
         reason = "tool_calls"
-    return {"index": index, "message": message, "finish_reason": reason, "logprobs": None}
+    return {"index": index, "message": message, "finish_reason": reason, "logprobs": logprobs}
+
+
+MAX_TOKENS_HEADER = "x-tuneloop-max-tokens"
+"""Set when a choice was given fewer tokens than the request's `max_tokens` (the server's cap,
+or what the context leaves): the most any choice was allowed."""
 
 
 def _rows(
-    prompts: list[list[int]], req: ChatRequest | CompletionRequest, context: int | None
+    prompts: list[list[int]], req: ChatRequest | CompletionRequest, context: int | None, cap: int
 ) -> list[Row]:
     """prompts × n rows; sample index k = prompt index · n + i seeds row k.
 
-    Deliberate deviation from vLLM, which refuses prompt + max_tokens > context: the length
-    is clamped to what the context leaves (finish_reason `length`), so that one eval config
-    works on toy models with tiny contexts. A prompt that fills the context is refused.
+    Deliberate deviation from OpenAI and vLLM, which refuse a `max_tokens` above what the
+    context leaves: it is clamped to that room and to the server's cap (`max_tokens_cap`),
+    so that one eval config works on toy models with tiny contexts and long-generation tasks
+    get what fits; `clamped` says so (the `x-tuneloop-max-tokens` header). A prompt that
+    fills the context is refused with OpenAI's wording and code, which clients match on.
     """
     base = req.seed if req.seed is not None else _UNSEEDED.getrandbits(63)
-    assert req.max_tokens is not None  # filled in by parse_*
+    asked = req.max_tokens or cap
+    if isinstance(req, ChatRequest):
+        logprobs, prompt_logprobs = req.row_logprobs(), None
+    else:
+        logprobs = req.logprobs
+        prompt_logprobs = logprobs if req.echo else None
     rows = []
     for p, ids in enumerate(prompts):
         if not ids:
             raise ApiError("prompt is empty after tokenization", param="prompt")
-        room = req.max_tokens if context is None else context - len(ids)
+        room = asked if context is None else context - len(ids)
         if room < 1:
+            what = "messages" if isinstance(req, ChatRequest) else "prompt"
             raise ApiError(
-                f"prompt is {len(ids)} tokens; the model's context is {context}",
-                param="messages" if isinstance(req, ChatRequest) else "prompt",
+                f"This model's maximum context length is {context} tokens. However, your "
+                f"{what} resulted in {len(ids)} tokens. Please reduce the length of the {what}.",
+                param=what,
                 code="context_length_exceeded",
             )
         rows += [
@@ -132,13 +162,22 @@ def _rows(
                 prompt_ids=tuple(ids),
                 temperature=req.temperature,
                 top_p=req.top_p,
-                max_tokens=min(req.max_tokens, room),
+                max_tokens=min(asked, cap, room),
                 seed=derive_seed(base, p * req.n + i),
                 stops=req.stop_list(),
+                logprobs=logprobs,
+                prompt_logprobs=prompt_logprobs,
             )
             for i in range(req.n)
         ]
     return rows
+
+
+def clamped(rows: list[Row], req: ChatRequest | CompletionRequest) -> dict[str, str]:
+    """The `x-tuneloop-max-tokens` header when a row got less than `max_tokens` asked."""
+    most = max(r.max_tokens for r in rows)
+    asked = req.max_tokens
+    return {MAX_TOKENS_HEADER: str(most)} if asked is not None and most < asked else {}
 
 
 class _Routes:
@@ -205,9 +244,18 @@ class _Routes:
     ) -> Response:
         tools = isinstance(req, ChatRequest) and req.tools_in_use() is not None
         meta = StreamMeta(
-            kind, _new_id(kind), self.name, prompt_tokens, include_usage(req), tools, prefill
+            kind,
+            _new_id(kind),
+            self.name,
+            prompt_tokens,
+            include_usage(req),
+            tools,
+            prefill,
+            lambda result: self.logprobs(req, result),
         )
-        return stream_response(self.engine, rows, meta, req.stop_list())
+        response = stream_response(self.engine, rows, meta, req.stop_list())
+        response.headers.update(clamped(rows, req))
+        return response
 
     def prefill(self, req: ChatRequest) -> str:
         """The forced start of the reply for `tool_choice: "required"` or a named function
@@ -243,28 +291,64 @@ class _Routes:
         assert isinstance(req, ChatRequest)
         prefill = self.prefill(req)
         prompt = self.chat_prompt(req, prefill)
-        rows = _rows([prompt], req, self.engine.context)
+        rows = _rows([prompt], req, self.engine.context, self.settings.config.max_tokens_cap)
         if req.stream:
             return self.stream("chat", rows, req, len(prompt), prefill)
         results = await self.generate(rows)
         tools = req.tools_in_use() is not None
-        choices = [_chat_choice(i, r, tools, prefill) for i, r in enumerate(results)]
-        return self.envelope("chat", choices, len(prompt), results)
+        choices = [
+            _chat_choice(i, r, tools, prefill, self.logprobs(req, r)) for i, r in enumerate(results)
+        ]
+        body = self.envelope("chat", choices, len(prompt), results)
+        return JSONResponse(body, headers=clamped(rows, req))
 
     async def completions(self, request: Request) -> dict[str, Any] | Response:
         req = await self.parse(request, "text")
         assert isinstance(req, CompletionRequest)
-        texts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
-        prompts = [self.engine.text_prompt(t) for t in texts]
-        rows = _rows(prompts, req, self.engine.context)
+        prompts = [self.token_ids(p) for p in req.prompts()]
+        rows = _rows(prompts, req, self.engine.context, self.settings.config.max_tokens_cap)
         if req.stream:
             return self.stream("text", rows, req, sum(len(p) for p in prompts))
         results = await self.generate(rows)
-        choices = [
-            {"index": i, "text": r.text, "finish_reason": r.finish_reason, "logprobs": None}
-            for i, r in enumerate(results)
-        ]
-        return self.envelope("text", choices, sum(len(p) for p in prompts), results)
+        choices = []
+        for i, (row, r) in enumerate(zip(rows, results, strict=True)):
+            text = (self.engine.decode(list(row.prompt_ids)) if req.echo else "") + r.text
+            choices.append(
+                {
+                    "index": i,
+                    "text": text,
+                    "finish_reason": r.finish_reason,
+                    "logprobs": self.logprobs(req, r, row.prompt_ids[0] if req.echo else None),
+                }
+            )
+        body = self.envelope("text", choices, sum(len(p) for p in prompts), results)
+        return JSONResponse(body, headers=clamped(rows, req))
+
+    def logprobs(
+        self, req: ChatRequest | CompletionRequest, result: RowResult, first: int | None = None
+    ) -> dict[str, Any] | None:
+        """A choice's `logprobs` in the route's shape (None when not asked for); `first` is an
+        echoed prompt's first token, which has none."""
+        piece = self.engine.piece
+        if isinstance(req, ChatRequest):
+            top = req.row_logprobs()
+            if top is None or result.logprobs is None:
+                return None
+            return chat_logprobs(result.logprobs, piece, top)
+        if req.logprobs is None or result.logprobs is None:
+            return None
+        entries = [*(result.prompt_logprobs or ()), *result.logprobs]
+        return completion_logprobs(entries, piece, req.logprobs, first)
+
+    def token_ids(self, prompt: str | list[int]) -> list[int]:
+        """A text prompt tokenized, or token ids checked against the vocabulary."""
+        if isinstance(prompt, str):
+            return self.engine.text_prompt(prompt)
+        vocab = self.engine.vocab_size
+        bad = next((i for i in prompt if not 0 <= i < vocab), None)
+        if bad is not None:
+            raise ApiError(f"prompt: token id {bad} is not in [0, {vocab})", param="prompt")
+        return prompt
 
     def models(self, request: Request) -> dict[str, Any]:
         self.check_auth(request)

@@ -19,6 +19,23 @@ class Row:
     max_tokens: int
     seed: int
     stops: tuple[str, ...] = ()
+    logprobs: int | None = None
+    """None: no logprobs; k ≥ 0: each generated token's log-probability and the k likeliest
+    alternatives at its position (`logprobs.py`)."""
+    prompt_logprobs: int | None = None
+    """The same for every prompt token but the first (`echo` with `logprobs` on
+    `/v1/completions`); None: not computed (the prefill then keeps only its last logits)."""
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One position's log-probability under the model's own distribution (softmax of the raw
+    logits: before temperature, top-p or any constraint, as vLLM's default `raw_logprobs`)."""
+
+    token: int
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()
+    """The likeliest tokens there and their log-probabilities, most likely first."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +44,11 @@ class RowResult:
     finish_reason: str
     """`stop` (end-of-turn token or stop string) or `length`."""
     completion_tokens: int
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    """With `Row.logprobs`: one per generated token but a final end-of-turn token (it is not
+    part of the text)."""
+    prompt_logprobs: tuple[TokenLogprob, ...] | None = None
+    """With `Row.prompt_logprobs`: one per prompt token after the first."""
 
 
 def derive_seed(seed: int, index: int) -> int:

@@ -88,7 +88,7 @@ def run_server(model_dir: str, settings: ServerSettings) -> int:
         return EXIT_LOAD
     import uvicorn
 
-    name = settings.served_model_name or model_dir
+    name = settings.name_for(model_dir)
     app = create_app(engine, name, settings)
     if settings.traffic_log:
         from tuneloop.serve.traffic import TrafficLog, install_traffic  # only when asked for

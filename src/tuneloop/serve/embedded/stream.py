@@ -54,6 +54,9 @@ class StreamMeta:
     prefill: str = ""
     """The forced start of a chat reply (`tool_choice` required or named): read, and sent if
     it ends as content, as the completion's first characters."""
+    logprobs: Callable[[RowResult], dict[str, Any] | None] | None = None
+    """A finished row's `logprobs` (None when not asked for): sent whole with the choice's
+    finishing chunk, which clients append to what they have (the deltas before carry none)."""
 
 
 class _Listener:
@@ -130,13 +133,18 @@ class _Chunks:
         return b"data: " + json.dumps(body, ensure_ascii=False).encode() + b"\n\n"
 
     def choice(
-        self, index: int, text: str = "", reason: str | None = None, **delta: Any
+        self,
+        index: int,
+        text: str = "",
+        reason: str | None = None,
+        logprobs: dict[str, Any] | None = None,
+        **delta: Any,
     ) -> dict[str, Any]:
         if self.meta.kind == "text":
-            return {"index": index, "text": text, "logprobs": None, "finish_reason": reason}
+            return {"index": index, "text": text, "logprobs": logprobs, "finish_reason": reason}
         if text:
             delta["content"] = text
-        return {"index": index, "delta": delta, "logprobs": None, "finish_reason": reason}
+        return {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": reason}
 
 
 async def _events(
@@ -169,7 +177,8 @@ async def _events(
                 out.append(chunks.choice(index, rest))
             for k, call in enumerate(calls):
                 out.append(chunks.choice(index, tool_calls=[{"index": k, **call}]))
-            out.append(chunks.choice(index, reason=reason))
+            scored = meta.logprobs(payload) if meta.logprobs is not None else None
+            out.append(chunks.choice(index, reason=reason, logprobs=scored))
             completion_tokens += payload.completion_tokens
             left -= 1
         ahead = [(i, choices[i].advance(engine.decode)) for i in sorted(moved)]
