@@ -50,7 +50,7 @@ def check(engine: Engine, r: Row, result: RowResult, top: int) -> None:
         assert abs(entry.logprob - float(expected[entry.token])) < TOL
         values, best = expected.topk(top)
         assert [t for t, _ in entry.top] == best.tolist()
-        assert max(abs(lp - v) for (_, lp), v in zip(entry.top, values.tolist())) < TOL
+        assert max(abs(lp - v) for (_, lp), v in zip(entry.top, values.tolist(), strict=True)) < TOL
 
 
 def test_logprobs_equal_a_plain_forward_alone_and_in_a_padded_batch(
@@ -122,9 +122,7 @@ async def test_chat_logprobs_stream_as_they_are_sent_whole(tiny_engine: Engine) 
     assert all(len(c["top_logprobs"]) == 2 for c in content)
     assert all(c["bytes"] == list(c["token"].encode()) for c in content)
     events = [
-        json.loads(line[6:])
-        for line in streamed.text.splitlines()
-        if line.startswith("data: {")
+        json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")
     ]
     sent = [e["choices"][0]["logprobs"] for e in events if e["choices"][0]["logprobs"]]
     assert [lp["content"] for lp in sent] == [content]

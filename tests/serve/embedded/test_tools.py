@@ -183,19 +183,40 @@ def _render(tok: Any) -> Any:
     return render
 
 
-def test_the_forced_prefix_follows_each_templates_own_call_format(tiny_model: Path) -> None:
-    from tuneloop.serve.embedded.tools import forced_prefix
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+    },
+}
+
+
+def test_a_forced_call_follows_each_templates_own_call_format(tiny_model: Path) -> None:
+    from tuneloop.serve.embedded.tools import forced_call
 
     qwen, plain = _tokenizer(tiny_model, QWEN_TOOLS_TEMPLATE), _tokenizer(tiny_model, CHAT_TEMPLATE)
     for tok, native in ((qwen, True), (plain, False)):
-        assert forced_prefix(_render(tok), native, None) == '<tool_call>\n{"name": "'
-        named = forced_prefix(_render(tok), native, "add")
-        assert named == '<tool_call>\n{"name": "add", "arguments": '
+        any_call = forced_call(_render(tok), native, None, [ADD])
+        assert any_call is not None and any_call.prefill == '<tool_call>\n{"name": "'
+        assert 'call_0: "add\\", \\"arguments\\": " %json {' in any_call.grammar
+        assert any_call.grammar.rstrip().endswith('"}\\n</tool_call>"')
+        named = forced_call(_render(tok), native, "add", [ADD])
+        assert named is not None
+        assert named.prefill == '<tool_call>\n{"name": "add", "arguments": '
+        assert named.grammar.startswith('start: %json {"type": "object"')
     arith = Path(__file__).resolve().parents[3] / "examples" / "arith" / "model"
     if (arith / "chat_template.jinja").is_file():  # the demo model's compact template
         compact = _tokenizer(tiny_model, (arith / "chat_template.jinja").read_text())
-        assert forced_prefix(_render(compact), True, None) == '<tool_call>\n{"name":"'
-        assert forced_prefix(_render(compact), True, "f") == '<tool_call>\n{"name":"f","arguments":'
+        f = {"type": "function", "function": {"name": "f"}}
+        any_call = forced_call(_render(compact), True, None, [f])
+        assert any_call is not None and any_call.prefill == '<tool_call>\n{"name":"'
+        named = forced_call(_render(compact), True, "f", [f])
+        assert named is not None and named.prefill == '<tool_call>\n{"name":"f","arguments":'
     # A template that writes calls in another format has nothing to prefill.
     other = (
         "{%- for m in messages %}{{- m['role'] + ': ' }}{%- if m.tool_calls %}"
@@ -203,4 +224,4 @@ def test_the_forced_prefix_follows_each_templates_own_call_format(tiny_model: Pa
         "{{- '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- 'assistant: ' }}{%- endif %}"
         "{#- tools -#}"
     )
-    assert forced_prefix(_render(_tokenizer(tiny_model, other)), True, None) is None
+    assert forced_call(_render(_tokenizer(tiny_model, other)), True, None, [ADD]) is None

@@ -69,6 +69,7 @@ class _RowState:
         self.tokens: list[int] = []
         self.logprobs: list[TokenLogprob] = []
         self.prompt_logprobs: tuple[TokenLogprob, ...] | None = None
+        self.constraint = row.constraint() if row.constraint is not None else None
         self.generator = torch.Generator().manual_seed(row.seed)
 
     def uniform(self) -> float:
@@ -276,12 +277,14 @@ class DecodeBatch:
         # Greedy rows never read their draw; their generators are private, so skipping it
         # changes nothing that any row sees.
         draws = torch.tensor([s.uniform() if s.row.temperature > 0 else 0.0 for s in states])
-        picked = sample_next(logits, temps, top_ps, draws)
+        picked = sample_next(_constrained(states, logits), temps, top_ps, draws)
         _token_logprobs(states, logits, picked)
         tokens = picked.tolist()
         keep: list[int] = []
         for k, (state, token) in enumerate(zip(states, tokens, strict=True)):
             result = _finish(state, int(token), self.eos_ids, self.decode)
+            if result is None and state.constraint and not state.constraint.accept(int(token)):
+                result = _result(state, self.decode(state.tokens), "stop")  # cannot happen
             if result is None:
                 keep.append(k)
                 if self.on_token is not None:
@@ -292,6 +295,18 @@ class DecodeBatch:
             return False
         group.select(keep, tokens)
         return True
+
+
+def _constrained(states: list[_RowState], logits: torch.Tensor) -> torch.Tensor:
+    """`logits` with what each constrained row's grammar forbids at -inf (a copy: the raw
+    logits stay for the log-probabilities); `logits` itself when no row is constrained."""
+    if all(s.constraint is None for s in states):
+        return logits
+    masked = logits.clone()
+    for k, state in enumerate(states):
+        if state.constraint is not None:
+            state.constraint.allow(masked[k : k + 1])
+    return masked
 
 
 def _token_logprobs(states: list[_RowState], logits: torch.Tensor, picked: torch.Tensor) -> None:

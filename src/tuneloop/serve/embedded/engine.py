@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from tuneloop.serve.embedded.constrain import Grammars
 from tuneloop.serve.embedded.decode import DecodeBatch
 from tuneloop.serve.embedded.row import Row, RowResult
 
@@ -90,6 +91,8 @@ class Engine:
         (`serve.max_model_len`), else what the model was built for."""
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
         """Token ids a prompt may use are below this (the output embedding's rows)."""
+        self.grammars = Grammars(tokenizer, self.vocab_size, eos_ids)
+        """Compiles `response_format` and forced-call grammars (`constrain.py`)."""
         self.batches_run = 0
         """How many groups of rows were admitted (one prefill each; tests read this)."""
         self.running = 0

@@ -15,9 +15,9 @@ messages and assistant messages with `tool_calls`; `stream` (with
 `suffix` and a non-zero `presence_penalty` or `frequency_penalty` are refused with a 400 rather
 than ignored, because silently dropping them would return something other than what was asked
 for (a zero, `false`, `{}` or `null` — what some clients send by default — asks for nothing).
-`tool_choice: "required"` or a named function is enforced by prefilling the start of a call
-rather than by constrained decoding (see `tools.forced_prefix`). Unknown extra fields are
-ignored (clients send vendor extensions).
+`response_format` (`json_object`, `json_schema`) and `tool_choice: "required"` or a named
+function are enforced by constrained decoding (`constrain.py`, `tools.forced_call`). Unknown
+extra fields are ignored (clients send vendor extensions).
 """
 
 from __future__ import annotations
@@ -175,6 +175,46 @@ class NamedToolChoice(BaseModel):
     """Which one."""
 
 
+class JsonSchemaFormat(BaseModel):
+    """`response_format.json_schema`: the schema the reply's content must be valid against."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    name: str = Field(default="response", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """The format's name (OpenAI requires one; it is not used)."""
+    description: str | None = None
+    json_schema: dict[str, Any] = Field(default_factory=dict, alias="schema")
+    """The JSON Schema (the wire name is `schema`)."""
+    strict: bool | None = None
+    """Accepted; the schema is enforced either way (constrained decoding, `constrain.py`)."""
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from jsonschema import SchemaError, validators
+
+        try:
+            validators.validator_for(value).check_schema(value)
+        except SchemaError as err:
+            raise ValueError(f"not a valid JSON Schema: {err.message}") from None
+        return value
+
+
+class ResponseFormat(BaseModel):
+    """`response_format`: free text, any JSON object, or JSON valid against a schema."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
+
+    @model_validator(mode="after")
+    def _schema_given(self) -> ResponseFormat:
+        if self.type == "json_schema" and self.json_schema is None:
+            raise ValueError("response_format of type json_schema needs json_schema")
+        return self
+
+
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -234,6 +274,9 @@ class ChatRequest(_Sampling):
     """`none` leaves the tools out of the prompt and reads no calls; `auto` (the default
     with tools), `required` and a named function render them and read calls back; the last
     two also prefill the start of a call, so that the model writes one (`tools.py`)."""
+    response_format: ResponseFormat | None = None
+    """`json_object` or `json_schema`: the content is decoded under that grammar
+    (`constrain.py`); a forced tool call, when there is one, takes precedence."""
     logprobs: bool | None = None
     """Return each generated token's log-probability (`choices[].logprobs.content`)."""
     top_logprobs: int | None = Field(default=None, ge=0, le=MAX_TOP)
@@ -358,7 +401,7 @@ def _model_param(message: str) -> str | None:
     return next((p for p in MODEL_PARAMS if p in message), None)
 
 
-MODEL_PARAMS = ("tool_choice", "top_logprobs", "echo")
+MODEL_PARAMS = ("tool_choice", "top_logprobs", "echo", "response_format")
 """Fields the model-level checks are about, named by their messages."""
 
 

@@ -36,6 +36,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from tuneloop.config import ServerConfig
 from tuneloop.envs.render import prepare_messages, template_handles_tools
 from tuneloop.serve.api_error import ApiError
+from tuneloop.serve.embedded.constrain import ANY_OBJECT, ConstraintFactory
 from tuneloop.serve.embedded.logprobs import chat_logprobs, completion_logprobs
 from tuneloop.serve.embedded.protocol import (
     ChatRequest,
@@ -49,7 +50,7 @@ from tuneloop.serve.embedded.protocol import (
 )
 from tuneloop.serve.embedded.row import Row, RowResult, derive_seed
 from tuneloop.serve.embedded.stream import StreamMeta, stream_response
-from tuneloop.serve.embedded.tools import forced_prefix, parse_tool_calls
+from tuneloop.serve.embedded.tools import forced_call, parse_tool_calls
 
 if TYPE_CHECKING:
     from tuneloop.serve.embedded.engine import Engine
@@ -106,7 +107,7 @@ def _chat_choice(
 ) -> dict[str, Any]:
     """One chat choice; with tools in use, a completion that parses as calls becomes
     `tool_calls` with finish_reason `tool_calls`, anything else stays raw text. `prefill` (a
-    forced call's start, see `tools.forced_prefix`) is read as the completion's beginning."""
+    forced call's start, see `tools.forced_call`) is read as the completion's beginning."""
     text = prefill + result.text
     parsed = parse_tool_calls(text) if tools else None
     message: dict[str, Any] = {"role": "assistant", "content": text}
@@ -127,7 +128,11 @@ or what the context leaves): the most any choice was allowed."""
 
 
 def _rows(
-    prompts: list[list[int]], req: ChatRequest | CompletionRequest, context: int | None, cap: int
+    prompts: list[list[int]],
+    req: ChatRequest | CompletionRequest,
+    context: int | None,
+    cap: int,
+    constraint: ConstraintFactory | None = None,
 ) -> list[Row]:
     """prompts × n rows; sample index k = prompt index · n + i seeds row k.
 
@@ -167,6 +172,7 @@ def _rows(
                 stops=req.stop_list(),
                 logprobs=logprobs,
                 prompt_logprobs=prompt_logprobs,
+                constraint=constraint,
             )
             for i in range(req.n)
         ]
@@ -257,24 +263,33 @@ class _Routes:
         response.headers.update(clamped(rows, req))
         return response
 
-    def prefill(self, req: ChatRequest) -> str:
-        """The forced start of the reply for `tool_choice: "required"` or a named function
-        ("" otherwise); a 400 when the template has no call format to force."""
-        choice = req.tool_choice
-        if req.tools_in_use() is None or choice in (None, "auto"):
-            return ""
-        name = None if choice == "required" else choice.function.name  # type: ignore[union-attr]
-        try:
-            prefix = forced_prefix(self.engine.render_chat, self.native_tools, name)
-        except Exception:  # a template that cannot render a call cannot be forced to write one
-            prefix = None
-        if prefix is None:
-            raise ApiError(
-                "tool_choice: this model's chat template writes no <tool_call> block, so a "
-                "call cannot be enforced; use tool_choice 'auto'",
-                param="tool_choice",
-            )
-        return prefix
+    def constrained(self, req: ChatRequest) -> tuple[str, ConstraintFactory | None]:
+        """The prefilled start of the reply and the grammar the rest follows: a forced call
+        (`tool_choice` required or named; a 400 when the template has no call format to
+        force), else `response_format`'s JSON, else nothing."""
+        choice, tools = req.tool_choice, req.tools_in_use()
+        grammars = self.engine.grammars
+        if tools is not None and choice not in (None, "auto"):
+            name = None if choice == "required" else choice.function.name  # type: ignore[union-attr]
+            try:
+                forced = forced_call(self.engine.render_chat, self.native_tools, name, tools)
+            except Exception:  # a template that cannot render a call cannot be forced to
+                forced = None
+            if forced is None:
+                raise ApiError(
+                    "tool_choice: this model's chat template writes no <tool_call> block, so "
+                    "a call cannot be enforced; use tool_choice 'auto'",
+                    param="tool_choice",
+                )
+            return forced.prefill, grammars.lark(forced.grammar, "tool_choice")
+        wanted = req.response_format
+        if wanted is None or wanted.type == "text":
+            return "", None
+        if wanted.type == "json_object":
+            return "", grammars.json_schema(ANY_OBJECT, "response_format")
+        assert wanted.json_schema is not None  # checked by ResponseFormat
+        param = "response_format.json_schema.schema"
+        return "", grammars.json_schema(wanted.json_schema.json_schema, param)
 
     def chat_prompt(self, req: ChatRequest, prefill: str = "") -> list[int]:
         tools = req.tools_in_use()
@@ -289,9 +304,10 @@ class _Routes:
     async def chat(self, request: Request) -> dict[str, Any] | Response:
         req = await self.parse(request, "chat")
         assert isinstance(req, ChatRequest)
-        prefill = self.prefill(req)
+        prefill, constraint = self.constrained(req)
         prompt = self.chat_prompt(req, prefill)
-        rows = _rows([prompt], req, self.engine.context, self.settings.config.max_tokens_cap)
+        cap = self.settings.config.max_tokens_cap
+        rows = _rows([prompt], req, self.engine.context, cap, constraint)
         if req.stream:
             return self.stream("chat", rows, req, len(prompt), prefill)
         results = await self.generate(rows)

@@ -6,7 +6,9 @@ A request becomes rows: one per (prompt, sample index), each with its own settin
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,8 @@ class Row:
     prompt_logprobs: int | None = None
     """The same for every prompt token but the first (`echo` with `logprobs` on
     `/v1/completions`); None: not computed (the prefill then keeps only its last logits)."""
+    constraint: Callable[[], Any] | None = field(default=None, compare=False)
+    """Makes the row's grammar matcher (`constrain.py`): `response_format`, a forced call."""
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,15 @@ results back as `<tool_response>` blocks in a user turn — vLLM's `hermes` tool
   of calls. The server then returns the raw text with the ordinary finish reason: whether the
   model should have called a tool is the scorer's question, not the server's. Only the syntax
   is checked; a call to a function that was not offered is still returned as a call.
-- `forced_prefix(render, native, name)`: how `tool_choice: "required"` and a named function are
-  enforced. vLLM constrains decoding to its JSON schema of a call (structured outputs); the
-  embedded server does not run a grammar, so it prefills the assistant turn with the start of
-  a call in the template's own format — `<tool_call>\n{"name": "` for `required`, up to the
-  arguments object for a named function — and the model writes the rest. The prefix is found
-  by rendering a sentinel call through the same template, so it follows whatever spacing the
-  template writes. The completion is read back with the prefix in front; should the model
-  still not finish a well-formed call, the reply is the raw text (200), as with `auto`.
+- `forced_call(render, native, name, tools)`: how `tool_choice: "required"` and a named
+  function are enforced. The assistant turn is prefilled with the start of a call in the
+  template's own format — `<tool_call>\n{"name": "` for `required`, up to the arguments object
+  for a named function — and the rest is decoded under a grammar (`constrain.py`): one of the
+  offered names, arguments valid against that tool's `parameters`, the closing
+  `</tool_call>`, then the end of the turn. The format is found by rendering a sentinel call
+  through the same template, so it follows whatever spacing the template writes. The reply is
+  therefore always a call that parses and validates, as OpenAI's and vLLM's are, unless
+  `max_tokens` cuts it short (`finish_reason: "length"`, the raw text).
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tuneloop.envs.render import CALL_OPEN, arguments_object, prepare_messages
+from tuneloop.envs.render import CALL_CLOSE, CALL_OPEN, arguments_object, prepare_messages
 
-__all__ = ["ToolCall", "forced_prefix", "parse_tool_calls", "visible_prefix"]
+__all__ = ["ForcedCall", "ToolCall", "forced_call", "parse_tool_calls", "visible_prefix"]
 
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 
@@ -111,10 +112,52 @@ Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None, bool], str
 """`render(messages, tools, add_generation_prompt)`: the chat template's text."""
 
 
-def forced_prefix(render: Render, native: bool, name: str | None) -> str | None:
-    """The start of an assistant turn that must call `name` (None: any tool), in the
-    template's call format: up to the function's name, or for a named function up to its
-    arguments object. None when the template writes no `<tool_call>` block to prefill."""
+@dataclass(frozen=True)
+class ForcedCall:
+    """How a forced call is written: the prefilled start of the turn, and the Lark grammar
+    (`constrain.py`) the rest must follow: the call's remaining JSON, its arguments valid
+    against the tool's `parameters`, and the template's closing `</tool_call>`."""
+
+    prefill: str
+    grammar: str
+
+
+def forced_call(
+    render: Render, native: bool, name: str | None, tools: list[dict[str, Any]]
+) -> ForcedCall | None:
+    """A call `tools` offer (to `name`, or to any of them when None) in the template's own
+    call format; None when the template writes no `<tool_call>` block.
+
+    The format comes from rendering a sentinel call through the template: the turn reads
+    `P NAME M ARGS S…`, so `required` prefills `P` and constrains `NAME_i M %json{params_i} S`
+    over the tools, and a named function prefills `P NAME M` and constrains
+    `%json{params} S`."""
+    parts = _call_format(render, native)
+    if parts is None:
+        return None
+    before, middle, close = parts
+    from tuneloop.serve.embedded.constrain import LAYOUT, literal
+
+    def arguments(tool: dict[str, Any]) -> str:
+        schema = tool["function"].get("parameters") or {"type": "object"}
+        laid_out = {**schema, "x-guidance": LAYOUT}
+        return f"%json {json.dumps(laid_out, ensure_ascii=False)} {literal(close)}"
+
+    named = {t["function"]["name"]: t for t in tools}
+    if name is not None:
+        prefill = before + json.dumps(name)[1:-1] + middle
+        return ForcedCall(prefill, f"start: {arguments(named[name])}\n")
+    rules = [
+        f"call_{k}: {literal(json.dumps(n)[1:-1] + middle)} {arguments(tool)}"
+        for k, (n, tool) in enumerate(named.items())
+    ]
+    choice = " | ".join(f"call_{k}" for k in range(len(rules)))
+    return ForcedCall(before, "\n".join([f"start: {choice}", *rules]) + "\n")
+
+
+def _call_format(render: Render, native: bool) -> tuple[str, str, str] | None:
+    """(P, M, S) of the template's call format: what comes before the function's name,
+    between it and the arguments object, and after the arguments up to `</tool_call>`."""
     tool = {
         "type": "function",
         "function": {
@@ -136,10 +179,11 @@ def forced_prefix(render: Render, native: bool, name: str | None) -> str | None:
     at = turn.find(_SENTINEL_NAME)
     if at < 0 or CALL_OPEN not in turn[:at]:
         return None
-    if name is None:
-        return turn[:at]
     after = at + len(_SENTINEL_NAME)
-    brace = turn.rfind("{", after, turn.find(f'"{_SENTINEL_ARG}"', after))
-    if brace < 0:
+    argument = turn.find(f'"{_SENTINEL_ARG}"', after)
+    brace = turn.rfind("{", after, argument)
+    end = turn.find("}", argument)
+    close = turn.find(CALL_CLOSE, end)
+    if min(argument, brace, end, close) < 0:
         return None
-    return turn[:at] + json.dumps(name)[1:-1] + turn[after:brace]
+    return turn[:at], turn[after:brace], turn[end + 1 : close + len(CALL_CLOSE)]
