@@ -1,7 +1,8 @@
 """The embedded server's routes: FastAPI handlers over the batching engine.
 
-Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models` (and
-`/v1/models/{id}`), `GET /health`
+Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `POST /v1/responses` (the chat
+completion it amounts to, `serve/responses.py`), `GET /v1/models` (and `/v1/models/{id}`),
+`GET /health`
 (which also reports the engine's `running` and `waiting` rows, and how many were `cancelled`
 because their client went away).
 Chat prompts are rendered with the model's chat template and decoding stops at the template's
@@ -23,14 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import random
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tuneloop.config import ServerConfig
@@ -49,8 +52,9 @@ from tuneloop.serve.embedded.protocol import (
     usage,
 )
 from tuneloop.serve.embedded.row import Row, RowResult, derive_seed
-from tuneloop.serve.embedded.stream import StreamMeta, stream_response
+from tuneloop.serve.embedded.stream import StreamMeta, reshaped, stream_response
 from tuneloop.serve.embedded.tools import forced_call, parse_tool_calls
+from tuneloop.serve.responses import ResponseStream, as_response, chat_request, new_id
 
 if TYPE_CHECKING:
     from tuneloop.serve.embedded.engine import Engine
@@ -186,6 +190,20 @@ def clamped(rows: list[Row], req: ChatRequest | CompletionRequest) -> dict[str, 
     return {MAX_TOKENS_HEADER: str(most)} if asked is not None and most < asked else {}
 
 
+async def _response_events(chat: StreamingResponse, events: ResponseStream) -> AsyncIterator[bytes]:
+    """The Responses API's events for a streamed chat completion, as its chunks arrive."""
+    for event in events.start():
+        yield event
+    async for data in chat.body_iterator:
+        raw = data if isinstance(data, bytes) else str(data).encode()
+        for line in raw.splitlines():
+            if line.startswith(b"data: {"):
+                for event in events.chunk(json.loads(line[6:])):
+                    yield event
+    for event in events.finish():
+        yield event
+
+
 class _Routes:
     """Request handlers bound to one engine and one set of settings."""
 
@@ -208,10 +226,14 @@ class _Routes:
                 code="invalid_api_key",
             )
 
-    async def parse(self, request: Request, kind: str) -> ChatRequest | CompletionRequest:
+    async def body(self, request: Request) -> dict[str, Any]:
+        """The request's JSON object body, after its key is checked."""
         self.check_auth(request)
         limits = self.settings.config
-        body = decode_body(await read_capped_body(request, limits.max_body_bytes), limits)
+        return decode_body(await read_capped_body(request, limits.max_body_bytes), limits)
+
+    def parse(self, body: dict[str, Any], kind: str) -> ChatRequest | CompletionRequest:
+        limits = self.settings.config
         req = parse_chat(body, limits) if kind == "chat" else parse_completion(body, limits)
         self.check_model(req.model)
         return req
@@ -301,8 +323,23 @@ class _Routes:
         except Exception as err:  # template errors are the request's (or model's) fault
             raise ApiError(f"cannot render the chat template: {err}", param="messages") from None
 
-    async def chat(self, request: Request) -> dict[str, Any] | Response:
-        req = await self.parse(request, "chat")
+    async def chat(self, request: Request) -> Response:
+        return await self.chat_answer(await self.body(request))
+
+    async def responses(self, request: Request) -> Response:
+        """`POST /v1/responses`: the chat completion it amounts to (`serve/responses.py`)."""
+        given = await self.body(request)
+        rid = new_id("resp")
+        answer = await self.chat_answer(chat_request(given))
+        if isinstance(answer, StreamingResponse):
+            return reshaped(answer, _response_events(answer, ResponseStream(given, rid, self.name)))
+        assert isinstance(answer, JSONResponse)
+        headers = {k: v for k, v in answer.headers.items() if k.startswith("x-")}
+        chat = json.loads(bytes(answer.body))
+        return JSONResponse(as_response(chat, given, rid), headers=headers)
+
+    async def chat_answer(self, body: dict[str, Any]) -> Response:
+        req = self.parse(body, "chat")
         assert isinstance(req, ChatRequest)
         prefill, constraint = self.constrained(req)
         prompt = self.chat_prompt(req, prefill)
@@ -318,8 +355,8 @@ class _Routes:
         body = self.envelope("chat", choices, len(prompt), results)
         return JSONResponse(body, headers=clamped(rows, req))
 
-    async def completions(self, request: Request) -> dict[str, Any] | Response:
-        req = await self.parse(request, "text")
+    async def completions(self, request: Request) -> Response:
+        req = self.parse(await self.body(request), "text")
         assert isinstance(req, CompletionRequest)
         prompts = [self.token_ids(p) for p in req.prompts()]
         rows = _rows(prompts, req, self.engine.context, self.settings.config.max_tokens_cap)
@@ -420,6 +457,10 @@ def create_app(engine: Engine, name: str, settings: ServerSettings) -> FastAPI:
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
         return await guarded(routes.completions, request)
+
+    @app.post("/v1/responses")
+    async def responses(request: Request) -> Response:
+        return await guarded(routes.responses, request)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

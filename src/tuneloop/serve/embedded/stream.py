@@ -203,6 +203,15 @@ class _CancellingStream(StreamingResponse):
             self.future.cancel()  # a no-op once every row finished
 
 
+def reshaped(stream: StreamingResponse, content: AsyncIterator[bytes]) -> StreamingResponse:
+    """`content` (made from `stream`'s events) sent instead of them, still cancelling the
+    request when the response ends however it ends (the Responses API's events)."""
+    assert isinstance(stream, _CancellingStream)
+    out = _CancellingStream(content, stream.future)
+    out.headers.update({k: v for k, v in stream.headers.items() if k.startswith("x-")})
+    return out
+
+
 def stream_response(
     engine: Engine, rows: list[Row], meta: StreamMeta, stops: tuple[str, ...]
 ) -> StreamingResponse:

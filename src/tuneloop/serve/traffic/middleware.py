@@ -4,8 +4,11 @@ What it adds (the file side — scrubbing, fsync, rotation, the id index — is 
 
 - an ASGI middleware that logs every successful `POST /v1/chat/completions` and
   `/v1/completions` exchange (request body + response object, or the chunk list of a streamed
-  `text/event-stream` response) to the log, and merges `"traffic": log.health()` into the JSON
-  body of `GET /health`, so a full disk shows up where monitoring looks;
+  `text/event-stream` response) to the log, and every `POST /v1/responses` as the chat
+  exchange it amounts to (request translated, the whole Response — a stream's last event —
+  as a `chat.completion`, its id the response's: `serve/responses.py`), and merges
+  `"traffic": log.health()` into the JSON body of `GET /health`, so a full disk shows up
+  where monitoring looks;
 - `POST /v1/feedback` with `{"completion_id", "verdict": "up"|"down", "score": 0..1,
   "correction": "the right answer"}` (at least one of the last three): 200 once the feedback
   line is fsynced; 400 for a bad body; 404 (OpenAI-style error body) for a completion id the log
@@ -41,7 +44,9 @@ from tuneloop.serve.traffic.log import TrafficLog, TrafficLogError
 
 __all__ = ["FeedbackBody", "TrafficMiddleware", "install_traffic"]
 
-LOGGED_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})
+RESPONSES = "/v1/responses"
+"""Logged as the chat exchange it amounts to (`serve/responses.py`)."""
+LOGGED_PATHS = frozenset({"/v1/chat/completions", "/v1/completions", RESPONSES})
 FEEDBACK_MAX_BYTES = 256 << 10
 
 Scope = MutableMapping[str, Any]
@@ -146,7 +151,7 @@ class TrafficMiddleware:
                     state["id_seen"] = self._remember_streamed(response)
                 if last and not state["done"]:
                     state["done"] = True
-                    self._record(request, response, state["sse"])
+                    self._record(request, response, state["sse"], scope["path"] == RESPONSES)
             await send(message)
 
         await self.app(scope, receiving, sending)
@@ -158,19 +163,24 @@ class TrafficMiddleware:
             chunks = parse_sse(response.data(), complete_only=True)
         except ValueError:
             return True  # not JSON events: nothing to register, and _record will skip it
+        first = chunks[0] if chunks else None
+        if isinstance(first, dict) and isinstance(first.get("response"), dict):
+            chunks = [first["response"]]  # a Responses stream: its id is its response's
         cid = completion_id(chunks)
         if cid is not None:
             self.log.remember(cid)
         return bool(chunks) or response.overflow
 
-    def _record(self, request: _Capture, response: _Capture, sse: bool) -> None:
+    def _record(self, request: _Capture, response: _Capture, sse: bool, responses: bool) -> None:
         if request.overflow or response.overflow:
             self.log.skip("too_large")
             return
         try:
             body = json.loads(request.data())
             answer = parse_sse(response.data()) if sse else json.loads(response.data())
-        except ValueError:
+            if responses:
+                body, answer = _as_chat(body, answer)
+        except (ValueError, ApiError):
             self.log.skip("unparseable")
             return
         if not isinstance(body, dict) or not isinstance(answer, (dict, list)) or not answer:
@@ -188,6 +198,22 @@ class TrafficMiddleware:
                     await send(out)
 
         await self.app(scope, receive, sending)
+
+
+def _as_chat(body: Any, answer: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Responses exchange (its request, and its Response or a stream's events) as the chat
+    exchange it amounts to; ValueError when it is not one."""
+    from tuneloop.serve.responses import as_chat_completion, chat_request, completed
+
+    if not isinstance(body, dict):
+        raise ValueError("not a request object")
+    response = completed(answer) if isinstance(answer, list) else answer
+    if not isinstance(response, dict):
+        raise ValueError("no completed response")
+    chat = chat_request(body)
+    chat.pop("stream", None)
+    chat.pop("stream_options", None)
+    return chat, as_chat_completion(response)
 
 
 def _headers(message: Message) -> dict[str, str]:
