@@ -2,8 +2,9 @@
 proxy and under a bounded request load, with zero failed requests at each promotion: champion
 v1, a LoRA adapter on the demo model, starts vLLM; v2, another adapter on the same base, is
 hot-loaded into that server (`/v1/load_lora_adapter`, no new process); v3, a merged checkpoint,
-gets a new vLLM server, and the old one is drained and stopped. `stop()` leaves no vLLM process
-(API server, engine core). Slow: two vLLM starts (~1 min each)."""
+gets a new vLLM server, and the old one is drained and stopped. On that server, vLLM's
+log-probabilities equal the embedded server's (`assert_same_logprobs`). `stop()` leaves no vLLM
+process (API server, engine core). Slow: two vLLM starts (~1 min each)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,48 @@ def lora_adapter(base: Path, folder: Path, seed: int) -> Path:
     config = LoraConfig(r=8, target_modules="all-linear", init_lora_weights=False)
     get_peft_model(model, config).save_pretrained(folder)
     return folder
+
+
+def assert_same_logprobs(model: Path, url: str) -> None:
+    """vLLM's log-probabilities (through the service's proxy) and the embedded server's for the
+    same prompt on the same checkpoint: an echoed prompt (what lm-eval reads) and a chat
+    reply's, equal to 1e-4."""
+    import asyncio
+
+    import httpx
+
+    from tuneloop.serve.embedded.engine import load_engine
+    from tuneloop.serve.embedded.routes import ServerSettings, create_app
+
+    engine = load_engine(model, max_batch_size=4, batch_wait_ms=1).start()
+    ids = engine.text_prompt("12+3=15")
+    text = {"prompt": ids, "echo": True, "logprobs": 1, "max_tokens": 1, "temperature": 0}
+    chat = {"messages": [{"role": "user", "content": "12+3="}], "max_tokens": 4}
+    chat |= {"temperature": 0, "logprobs": True, "top_logprobs": 2}
+
+    async def embedded() -> tuple[dict, dict]:
+        app = create_app(engine, "champion", ServerSettings())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            a = await client.post("/v1/completions", json={"model": "champion", **text})
+            b = await client.post("/v1/chat/completions", json={"model": "champion", **chat})
+        return a.json(), b.json()
+
+    try:
+        ours_text, ours_chat = asyncio.run(embedded())
+    finally:
+        engine.close()
+    theirs_text = httpx.post(f"{url}/completions", json={"model": "champion", **text}).json()
+    theirs_chat = httpx.post(f"{url}/chat/completions", json={"model": "champion", **chat}).json()
+    mine = ours_text["choices"][0]["logprobs"]["token_logprobs"]
+    vllm = theirs_text["choices"][0]["logprobs"]["token_logprobs"]
+    assert mine[0] is None and vllm[0] is None and len(mine) == len(vllm) == len(ids) + 1
+    assert max(abs(a - b) for a, b in zip(mine[1:], vllm[1:], strict=True)) < 1e-4, (mine, vllm)
+    mine_c = ours_chat["choices"][0]["logprobs"]["content"]
+    vllm_c = theirs_chat["choices"][0]["logprobs"]["content"]
+    assert [c["token"] for c in mine_c] == [c["token"] for c in vllm_c]
+    diffs = [abs(a["logprob"] - b["logprob"]) for a, b in zip(mine_c, vllm_c, strict=True)]
+    assert max(diffs) < 1e-4, (mine_c, vllm_c)
 
 
 def test_a_vllm_champion_is_re_served_under_load_without_a_failed_request(
@@ -88,6 +131,7 @@ def test_a_vllm_champion_is_re_served_under_load_without_a_failed_request(
         assert switch.answered_after == {"champion"}
         assert any("drained v2's server" in line for line in lines)
         print("\n".join(lines))  # the steps and their times, for the record (-s)
+        assert_same_logprobs(v3, now.url)
     finally:
         service.stop()
         service.close()
