@@ -21,6 +21,7 @@ import base64
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,32 @@ def timed(fn: Any) -> tuple[Any, float]:
     return out, time.perf_counter() - began
 
 
+def measured(
+    built: dict[str, float],
+    *,
+    fresh: Callable[[], Any],
+    first_mask: Callable[[Any], Any],
+    walk: Callable[[Any], None],
+    new_schema: Callable[[], None],
+    per: int,
+    runs: int,
+) -> dict[str, float]:
+    """An engine's figures: its first mask and whole first answer on a fresh matcher (what
+    is built lazily is paid there), the median cost per token over `runs` more answers, and
+    a new schema from compile to last token."""
+    _, first_mask_s = timed(lambda: first_mask(fresh()))
+    _, first_answer_s = timed(lambda: walk(fresh()))
+    per_token = [timed(lambda: walk(fresh()))[1] / per for _ in range(runs)]
+    _, new_s = timed(new_schema)
+    return {
+        **built,
+        "first_mask_s": first_mask_s,
+        "first_answer_s": first_answer_s,
+        "per_token_s": statistics.median(per_token),
+        "new_schema_s": new_s,
+    }
+
+
 def llguidance_arm(tokens: list[bytes], special: int, runs: int) -> dict[str, float]:
     import llguidance
     import llguidance.torch as llt
@@ -127,27 +154,19 @@ def llguidance_arm(tokens: list[bytes], special: int, runs: int) -> dict[str, fl
             llt.apply_token_bitmask_inplace(logits, mask)
             assert matcher.consume_token(token), matcher.get_error()
 
-    first = llguidance.LLMatcher(built, grammar)
-    _, first_s = timed(lambda: llt.fill_next_token_bitmask(first, mask, 0))
-    _, first_answer_s = timed(lambda: walk(first, ids))
-    per_token = []
-    for _ in range(runs):
-        _, took = timed(lambda: walk(llguidance.LLMatcher(built, grammar), ids))
-        per_token.append(took / len(ids))
-
     def new_schema() -> None:
         second = llguidance.LLMatcher.grammar_from_json_schema(SECOND)
         walk(llguidance.LLMatcher(built, second), second_ids)
 
-    _, new_s = timed(new_schema)
-    return {
-        "tokenizer_s": build_s,
-        "first_mask_s": first_s,
-        "first_answer_s": first_answer_s,
-        "compile_s": compile_s,
-        "per_token_s": statistics.median(per_token),
-        "new_schema_s": new_s,
-    }
+    return measured(
+        {"tokenizer_s": build_s, "compile_s": compile_s},
+        fresh=lambda: llguidance.LLMatcher(built, grammar),
+        first_mask=lambda m: llt.fill_next_token_bitmask(m, mask, 0),
+        walk=lambda m: walk(m, ids),
+        new_schema=new_schema,
+        per=len(ids),
+        runs=runs,
+    )
 
 
 def xgrammar_arm(tokens: list[bytes], special: int, runs: int) -> dict[str, float]:
@@ -170,27 +189,18 @@ def xgrammar_arm(tokens: list[bytes], special: int, runs: int) -> dict[str, floa
             xgr.apply_token_bitmask_inplace(logits, mask)
             assert matcher.accept_token(token)
 
-    first = xgr.GrammarMatcher(compiled)
-    _, first_s = timed(lambda: first.fill_next_token_bitmask(mask))
-    first.reset()
-    _, first_answer_s = timed(lambda: walk(first, ids))
-    per_token = []
-    for _ in range(runs):
-        _, took = timed(lambda: walk(xgr.GrammarMatcher(compiled), ids))
-        per_token.append(took / len(ids))
-
     def new_schema() -> None:
         walk(xgr.GrammarMatcher(compiler.compile_json_schema(json.dumps(SECOND))), second_ids)
 
-    _, new_s = timed(new_schema)
-    return {
-        "tokenizer_s": build_s,
-        "first_mask_s": first_s,
-        "first_answer_s": first_answer_s,
-        "compile_s": compile_s,
-        "per_token_s": statistics.median(per_token),
-        "new_schema_s": new_s,
-    }
+    return measured(
+        {"tokenizer_s": build_s, "compile_s": compile_s},
+        fresh=lambda: xgr.GrammarMatcher(compiled),
+        first_mask=lambda m: m.fill_next_token_bitmask(mask),
+        walk=lambda m: walk(m, ids),
+        new_schema=new_schema,
+        per=len(ids),
+        runs=runs,
+    )
 
 
 def find_tekken(given: Path | None) -> Path | None:

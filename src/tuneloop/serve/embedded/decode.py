@@ -93,7 +93,7 @@ def _finish(
     """Append `token`; return the row's result if it is now finished."""
     state.tokens.append(token)
     if token in eos_ids:
-        return _result(state, decode(state.tokens[:-1]), "stop", eos=True)
+        return _result(state, decode(state.tokens[:-1]), "stop")
     if state.row.stops:
         text = decode(state.tokens)
         cuts = [text.find(s) for s in state.row.stops if s in text]
@@ -104,10 +104,8 @@ def _finish(
     return None
 
 
-def _result(state: _RowState, text: str, reason: str, eos: bool = False) -> RowResult:
-    logprobs = None
-    if state.row.logprobs is not None:
-        logprobs = tuple(state.logprobs[:-1] if eos else state.logprobs)
+def _result(state: _RowState, text: str, reason: str) -> RowResult:
+    logprobs = tuple(state.logprobs) if state.row.logprobs is not None else None
     count = len(state.tokens)
     return RowResult(text, reason, count, logprobs, state.prompt_logprobs)
 

@@ -57,6 +57,17 @@ UNSET: tuple[Any, ...] = (None, False, 0, {}, [])
 """Values of an unsupported field that ask for nothing (clients send some by default)."""
 
 
+def json_schema(value: dict[str, Any]) -> dict[str, Any]:
+    """`value` when it is a valid JSON Schema (its own draft's metaschema), else ValueError."""
+    from jsonschema import SchemaError, validators
+
+    try:
+        validators.validator_for(value).check_schema(value)
+    except SchemaError as err:
+        raise ValueError(f"not a valid JSON Schema: {err.message}") from None
+    return value
+
+
 class FunctionCall(BaseModel):
     """The function part of an assistant's earlier tool call."""
 
@@ -140,14 +151,7 @@ class FunctionSpec(BaseModel):
     @field_validator("parameters")
     @classmethod
     def _json_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            from jsonschema import SchemaError, validators
-
-            try:
-                validators.validator_for(value).check_schema(value)
-            except SchemaError as err:
-                raise ValueError(f"not a valid JSON Schema: {err.message}") from None
-        return value
+        return value if value is None else json_schema(value)
 
 
 class Tool(BaseModel):
@@ -191,13 +195,7 @@ class JsonSchemaFormat(BaseModel):
     @field_validator("json_schema")
     @classmethod
     def _valid(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from jsonschema import SchemaError, validators
-
-        try:
-            validators.validator_for(value).check_schema(value)
-        except SchemaError as err:
-            raise ValueError(f"not a valid JSON Schema: {err.message}") from None
-        return value
+        return json_schema(value)
 
 
 class ResponseFormat(BaseModel):

@@ -49,8 +49,8 @@ class RowResult:
     """`stop` (end-of-turn token or stop string) or `length`."""
     completion_tokens: int
     logprobs: tuple[TokenLogprob, ...] | None = None
-    """With `Row.logprobs`: one per generated token but a final end-of-turn token (it is not
-    part of the text)."""
+    """With `Row.logprobs`: one per generated token, a final end-of-turn token included (as
+    vLLM reports it: how sure the model was to stop)."""
     prompt_logprobs: tuple[TokenLogprob, ...] | None = None
     """With `Row.prompt_logprobs`: one per prompt token after the first."""
 
