@@ -164,3 +164,39 @@ async def test_the_openai_client_speaks_responses_through_the_proxy(
     traces, rejects, _ = ingest_files("openai_chat", [log.path])
     assert rejects == [] and len(traces) == 4
     assert traces[0].messages[0].content == "Add."  # instructions: the system turn
+
+
+def test_chat_chunks_become_the_responses_events_in_order() -> None:
+    from tuneloop.serve.responses import ResponseStream
+
+    def types(events: list[bytes]) -> list[str]:
+        return [e.split(b"\n")[0].removeprefix(b"event: ").decode() for e in events]
+
+    stream = ResponseStream({"model": "m"}, "resp_1", "m")
+    call = {"index": 0, "id": "c1", "function": {"name": "add", "arguments": "{}"}}
+    events = stream.start()
+    events += stream.chunk({"choices": [{"delta": {"content": "Hi"}}]})
+    events += stream.chunk({"choices": [{"delta": {"tool_calls": [call]}}]})
+    events += stream.chunk({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]})
+    events += stream.finish()
+    assert types(events) == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    numbers = [json.loads(e.split(b"data: ", 1)[1])["sequence_number"] for e in events]
+    assert numbers == list(range(len(events)))
+    assert [item["type"] for item in stream.response["output"]] == ["message", "function_call"]
+    failed = ResponseStream({"model": "m"}, "resp_2", "m")
+    assert types(failed.chunk({"choices": [], "error": {"message": "boom"}})) == ["response.failed"]
+    assert failed.finish() == []  # one terminal event

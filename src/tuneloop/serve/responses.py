@@ -292,6 +292,8 @@ class ResponseStream:
         self.item: dict[str, Any] | None = None
         self.reason: str | None = None
         self.logprobs: list[dict[str, Any]] = []
+        self.failed = False
+        """The generation failed: `response.failed` was the last event."""
 
     def event(self, kind: str, **fields: Any) -> bytes:
         payload = {"type": kind, "sequence_number": self.sequence, **fields}
@@ -308,6 +310,7 @@ class ResponseStream:
     def chunk(self, chunk: dict[str, Any]) -> list[bytes]:
         """The events one chat chunk makes."""
         if chunk.get("error"):
+            self.failed = True
             self.response["status"] = "failed"
             self.response["error"] = {"code": "server_error", "message": str(chunk["error"])}
             return [self.event("response.failed", response=self.response)]
@@ -327,6 +330,8 @@ class ResponseStream:
         return out
 
     def finish(self) -> list[bytes]:
+        if self.failed:
+            return []
         out = self._close_text()
         _finished(self.response, self.reason)
         kind = (
