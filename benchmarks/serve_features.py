@@ -14,6 +14,12 @@ any `max_tokens`), so every arm generates exactly the same number of tokens and 
 in what it computes per token. Prints, median over `--rounds`, each arm's milliseconds per
 token with one request at a time and its completion tokens per second at `--concurrency`,
 each with its ratio to `plain`.
+
+Measured 2026-12-02 on the demo model (this 2-core machine, idle; two runs alike to 0.02x):
+logprobs 1.05x the time a token at concurrency 1 and 0.90x the throughput at 16; json_schema
+1.22x and 0.60x. The constrained rows' masks are filled and applied row by row; llguidance's
+batched executor (`fill_next_token_bitmask_par`, one call for all rows, one apply) measured no
+better here (0.54x at 16: one executor thread on 2 cores), so it is not used.
 """
 
 from __future__ import annotations
