@@ -16,6 +16,8 @@ import pytest
 from tuneloop.serve.embedded.engine import Engine, load_engine
 from tuneloop.serve.embedded.routes import ServerSettings, create_app
 
+from .test_tools import ADD
+
 DEMO = Path(__file__).resolve().parents[3] / "examples" / "arith" / "model"
 NAME = "model"
 ANSWER = {
@@ -26,18 +28,6 @@ ANSWER = {
     },
     "required": ["answer", "unit"],
     "additionalProperties": False,
-}
-ADD = {
-    "type": "function",
-    "function": {
-        "name": "add",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-            "required": ["a", "b"],
-            "additionalProperties": False,
-        },
-    },
 }
 MUL = {"type": "function", "function": {"name": "mul", "parameters": {"type": "object"}}}
 

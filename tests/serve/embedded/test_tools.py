@@ -191,9 +191,11 @@ ADD = {
             "type": "object",
             "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
             "required": ["a", "b"],
+            "additionalProperties": False,
         },
     },
 }
+"""A tool taking two integers and nothing else (test_constrain.py's forced calls use it too)."""
 
 
 def test_a_forced_call_follows_each_templates_own_call_format(tiny_model: Path) -> None:
