@@ -31,6 +31,7 @@ from tuneloop.flywheel.service import (
     reserve_champion,
 )
 from tuneloop.flywheel.service.processes import STATE_FILE, created_at, save_state
+from tuneloop.flywheel.service.server_command import server_command
 
 from .switching import add_champion, new_version, switch_under_load
 
@@ -317,11 +318,7 @@ def test_an_adapter_champion_is_served_by_vllm_as_the_clients_model(tmp_path: Pa
     env = make_fake_vllm_env(tmp_path / "env")
     server = ServeConfig(backend="vllm", vllm={"env": str(env)})
     settings = ServiceSettings(state_dir=tmp_path / "svc", port=0, server=server)
-    service = ManagedService(settings, log=lambda _: None)
-    try:
-        argv, *_ = service._server_argv(MODEL, tmp_path / "port", "vllm", lora)
-    finally:
-        service.close()
+    argv = server_command(settings, "127.0.0.1", MODEL, tmp_path / "port", "vllm", lora).argv
     assert argv[argv.index("--lora-modules") + 1] == f"champion={lora.resolve()}"
     assert argv[argv.index("--max-lora-rank") + 1] == "16"
     assert argv[argv.index("--served-model-name") + 1] == "champion-base"

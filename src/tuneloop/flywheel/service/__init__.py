@@ -11,7 +11,7 @@ Code outside this package imports from here; the modules import their siblings d
 """
 
 from tuneloop.flywheel.service.champion import ChampionService, managed_service, traffic_dir
-from tuneloop.flywheel.service.managed import ManagedService, ServiceSettings, ServiceStatus
+from tuneloop.flywheel.service.managed import ManagedService
 from tuneloop.flywheel.service.processes import ProcessRecord, ServiceState
 from tuneloop.flywheel.service.reserve import (
     LedgerChampion,
@@ -19,6 +19,7 @@ from tuneloop.flywheel.service.reserve import (
     ledger_champion,
     reserve_champion,
 )
+from tuneloop.flywheel.service.settings import ServiceSettings, ServiceStatus
 
 __all__ = [
     "ChampionService",

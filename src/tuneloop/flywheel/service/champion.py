@@ -16,8 +16,9 @@ from tuneloop.config import LoopConfig
 from tuneloop.config.flywheel import FlywheelConfig
 from tuneloop.errors import InputError
 from tuneloop.flywheel.paths import FlywheelPaths
-from tuneloop.flywheel.service.managed import ManagedService, ServiceSettings
+from tuneloop.flywheel.service.managed import ManagedService
 from tuneloop.flywheel.service.reserve import reserve_champion
+from tuneloop.flywheel.service.settings import ServiceSettings
 
 
 class ChampionService:

@@ -54,19 +54,15 @@ checks never land in the traffic log.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
-from tuneloop.config.flywheel import ServeChampionConfig
-from tuneloop.config.models import ServeConfig
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.flywheel.service.adoption import (
     StateLock,
@@ -76,8 +72,6 @@ from tuneloop.flywheel.service.adoption import (
     take_lock,
 )
 from tuneloop.flywheel.service.hot_load import (
-    MAX_LORAS,
-    RUNTIME_LORA_ENV,
     TIMEOUT_S,
     hot_loadable,
     load_adapter,
@@ -97,55 +91,8 @@ from tuneloop.flywheel.service.processes import (
     wait_port,
     wait_proxy,
 )
-from tuneloop.vllm_env import find_vllm
-
-if TYPE_CHECKING:
-    from tuneloop.serve.adapter import ServedAdapter
-
-
-@dataclass(frozen=True)
-class ServiceSettings:
-    """Where the service lives and how it serves (plain values; the config layer unpacks).
-    The defaults are the config's (`flywheel.serve`, `serve:`), not written again here."""
-
-    state_dir: Path
-    """service.json, service.lock, the port files and the processes' logs."""
-    port: int = ServeChampionConfig.model_fields["port"].default
-    """The proxy's port (`flywheel.serve.port`): the address clients keep. 0 picks a free
-    one (stable only for the proxy's lifetime)."""
-    host: str = "127.0.0.1"
-    log_dir: Path | None = None
-    """The proxy's traffic log folder (`tuneloop proxy --log-dir`); None logs nothing."""
-    served_name: str = ServeChampionConfig.model_fields["served_name"].default
-    """The model name clients request, whatever the champion is (`flywheel.serve.served_name`)."""
-    server: ServeConfig = ServeConfig()
-    """How each champion is served (loop.yaml's `serve:` section): `serve.backend` embedded
-    (its settings, e.g. threads, max_batch_size) or vllm (`serve.vllm`, from the vLLM
-    environment)."""
-    startup_timeout_s: float = ServeConfig.model_fields["startup_timeout_s"].default
-    """Longest wait for a server to become ready (`serve.startup_timeout_s`)."""
-    drain_timeout_s: float = 60.0
-    """Longest wait for the old server's in-flight requests before it is stopped anyway."""
-    stop_grace_s: float = 10.0
-    """SIGTERM → SIGKILL grace for a server."""
-
-
-@dataclass(frozen=True)
-class ServiceStatus:
-    running: bool
-    """A proxy is up and sends to a server of ours."""
-    url: str | None
-    """The clients' base URL (…/v1)."""
-    model: str
-    """The model name clients request."""
-    version: int | None
-    model_dir: str | None
-    adapter_dir: str | None
-    """The LoRA adapter served on `model_dir` (an adapter champion), else None."""
-    upstream: str | None
-    """The current server's base URL."""
-    proxy_pid: int | None
-    server_pid: int | None
+from tuneloop.flywheel.service.server_command import server_command
+from tuneloop.flywheel.service.settings import ServiceSettings, ServiceStatus
 
 
 def _stderr(line: str) -> None:
@@ -309,8 +256,8 @@ class ManagedService:
         folder, host = self.settings.state_dir, self._state.host
         port_file, log = folder / f"server-v{version}.port", folder / f"server-v{version}.log"
         port_file.unlink(missing_ok=True)
-        argv, api_key, extra, lora = self._server_argv(
-            model_dir.resolve(), port_file, backend, adapter
+        argv, api_key, extra, lora = server_command(
+            self.settings, self._state.host, model_dir.resolve(), port_file, backend, adapter
         )
         env = {**os.environ, "HF_HUB_OFFLINE": "1", **extra}  # a local folder needs no hub
         proc = spawn_detached(argv, log, env)
@@ -349,49 +296,6 @@ class ManagedService:
             raise kind(f"{refused}: {err}") from None
         self.log(f"server for v{version} is ready (health + one completion)")
         return record
-
-    def _server_argv(
-        self, model_dir: Path, port_file: Path, backend: str, adapter: Path | None = None
-    ) -> tuple[list[str], str | None, dict[str, str], ServedAdapter | None]:
-        """The server's command line (the loop's own: `embedded_argv`, or `vllm_argv` with the
-        vLLM environment), the API key it will require if `api_key_env` names one, what its
-        environment needs besides ours, and the adapter it serves (under `served_name`). vLLM
-        cannot report a port it picked, so it gets a free one, written to `port_file` here;
-        its key goes in `VLLM_API_KEY`, never argv.
-
-        A CPU build of vLLM pins its worker to cores it picks for itself, the same cores for
-        every instance: during a switch the candidate's worker is pinned beside the loaded
-        champion's (measured on 2 cores under load: ready after more than 4 minutes, against
-        2 min 17 s unpinned). The service's vLLM servers are
-        therefore left to the OS scheduler (`VLLM_CPU_OMP_THREADS_BIND=nobind`) unless that
-        variable is set.
-
-        An adapter champion (`serve.challenger: adapter`) is served by vLLM as the LoRA module
-        named `served_name` on its base (served as `<served_name>-base`), in a server that
-        takes the next adapter champions at runtime (`hot_load.py`)."""
-        from tuneloop.envkeys import read_api_key
-        from tuneloop.serve.adapter import served_adapter
-        from tuneloop.serve.backends import embedded_argv, vllm_argv
-        from tuneloop.serve.lifecycle import free_port
-
-        server, name = self.settings.server, self.settings.served_name
-        api_key = read_api_key(server.api_key_env, "serve.api_key_env")
-        if backend != "vllm":
-            argv = embedded_argv(model_dir, self._state.host, 0, server)
-            argv += ["--served-model-name", name, "--port-file", str(port_file)]
-            return argv, api_key, {}, None
-        vllm = find_vllm(server.vllm.env)
-        port = free_port(self._state.host)
-        lora, extra = None, {"VLLM_API_KEY": api_key} if api_key else {}
-        if adapter is not None:
-            lora = dataclasses.replace(served_adapter(adapter.resolve()), name=name)
-            name = f"{name}-base"  # the base's own name; clients ask for the adapter
-            extra.update(RUNTIME_LORA_ENV)
-        argv = vllm_argv(model_dir, self._state.host, port, server, vllm, lora, MAX_LORAS)
-        port_file.write_text(f"{port}\n")
-        if vllm.cpu and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
-            extra["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
-        return [*argv, "--served-model-name", name], api_key, extra, lora
 
     def _hot_load(self, old: ProcessRecord, version: int, adapter: Path) -> bool:
         """Load champion `version`'s adapter into `old`'s vLLM server and switch the proxy to
@@ -440,23 +344,10 @@ class ManagedService:
         self._save()
         self.log(f"proxy switched: {served!r} is {name!r} (was {old.lora_name!r})")
         if old.lora_name is not None and old.lora_name != name:
-            self._drain_route(old, {} if old.lora_name == served else {served: old.lora_name})
+            route = {} if old.lora_name == served else {served: old.lora_name}
+            self._drain(old, route, "adapter", "unloading it anyway")
             self._unload(root, old.lora_name, key)
         return True
-
-    def _drain_route(self, old: ProcessRecord, models: dict[str, str]) -> None:
-        """Wait (up to the drain timeout) for the requests the proxy sent as `models`."""
-        wait, url = self.settings.drain_timeout_s, old.url(self._state.host)
-        body = {"upstream": url, "models": models, "timeout_s": wait}
-        try:
-            answer = self._admin("drain", body, wait + 10)
-        except PhaseFailed as err:
-            self.log(f"could not drain v{old.version}'s adapter ({err}); unloading it anyway")
-            return
-        if answer.get("drained"):
-            self.log(f"drained v{old.version}'s adapter: nothing in flight")
-        else:
-            self.log(f"v{old.version}'s adapter still busy after {wait:g} s; unloading it anyway")
 
     def _unload(self, root: str, name: str, key: str | None, keep: str | None = None) -> None:
         """Unload adapter `name` (never `keep`, the one the proxy may still send to)."""
@@ -510,22 +401,33 @@ class ManagedService:
 
     def _retire(self, old: ProcessRecord) -> None:
         """Drain the old upstream at the proxy, then stop its server."""
+        self._drain(old, None, "server", "stopping it anyway")
+        self._stop(old)
+
+    def _drain(
+        self, old: ProcessRecord, models: dict[str, str] | None, what: str, anyway: str
+    ) -> None:
+        """Wait, up to the drain timeout, for the requests the proxy sent to `old` (with
+        `models`: on that route only, `hot_load.py`); says how it went, then `anyway`."""
         wait, url = self.settings.drain_timeout_s, old.url(self._state.host)
+        body: dict[str, Any] = {"upstream": url, "timeout_s": wait}
+        if models is not None:
+            body["models"] = models
         began = time.monotonic()
         try:
-            answer = self._admin("drain", {"upstream": url, "timeout_s": wait}, wait + 10)
-            if answer.get("drained"):
-                took = time.monotonic() - began
-                self.log(f"drained v{old.version}'s server in {took:.2f} s: nothing in flight")
-            else:
-                left = answer.get("in_flight", {}).get(url, "?")
-                self.log(
-                    f"v{old.version}'s server still has {left} requests in flight after "
-                    f"{wait:g} s (the drain timeout); stopping it anyway"
-                )
+            answer = self._admin("drain", body, wait + 10)
         except PhaseFailed as err:
-            self.log(f"could not drain v{old.version}'s server ({err}); stopping it anyway")
-        self._stop(old)
+            self.log(f"could not drain v{old.version}'s {what} ({err}); {anyway}")
+            return
+        if answer.get("drained"):
+            took = time.monotonic() - began
+            self.log(f"drained v{old.version}'s {what}: nothing in flight ({took:.2f} s)")
+        else:
+            left = answer.get("in_flight", {}).get(url, "?")
+            self.log(
+                f"v{old.version}'s {what} still has {left} requests in flight after "
+                f"{wait:g} s (the drain timeout); {anyway}"
+            )
 
     def _stop(self, record: ProcessRecord) -> None:
         grace = PROXY_GRACE_S if record.role == "proxy" else self.settings.stop_grace_s

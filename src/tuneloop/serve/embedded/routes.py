@@ -269,7 +269,7 @@ class _Routes:
         req: ChatRequest | CompletionRequest,
         prompt_tokens: int,
         prefill: str = "",
-    ) -> Response:
+    ) -> StreamingResponse:
         tools = isinstance(req, ChatRequest) and req.tools_in_use() is not None
         meta = StreamMeta(
             kind,
@@ -324,7 +324,11 @@ class _Routes:
             raise ApiError(f"cannot render the chat template: {err}", param="messages") from None
 
     async def chat(self, request: Request) -> Response:
-        return await self.chat_answer(await self.body(request))
+        answer = await self.chat_answer(await self.body(request))
+        if isinstance(answer, StreamingResponse):
+            return answer
+        body, headers = answer
+        return JSONResponse(body, headers=headers)
 
     async def responses(self, request: Request) -> Response:
         """`POST /v1/responses`: the chat completion it amounts to (`serve/responses.py`)."""
@@ -333,12 +337,14 @@ class _Routes:
         answer = await self.chat_answer(chat_request(given))
         if isinstance(answer, StreamingResponse):
             return reshaped(answer, _response_events(answer, ResponseStream(given, rid, self.name)))
-        assert isinstance(answer, JSONResponse)
-        headers = {k: v for k, v in answer.headers.items() if k.startswith("x-")}
-        chat = json.loads(bytes(answer.body))
+        chat, headers = answer
         return JSONResponse(as_response(chat, given, rid), headers=headers)
 
-    async def chat_answer(self, body: dict[str, Any]) -> Response:
+    async def chat_answer(
+        self, body: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, str]] | StreamingResponse:
+        """A chat request's answer: the stream, or the chat.completion and its headers (the
+        Responses route reshapes either)."""
         req = self.parse(body, "chat")
         assert isinstance(req, ChatRequest)
         prefill, constraint = self.constrained(req)
@@ -352,8 +358,7 @@ class _Routes:
         choices = [
             _chat_choice(i, r, tools, prefill, self.logprobs(req, r)) for i, r in enumerate(results)
         ]
-        body = self.envelope("chat", choices, len(prompt), results)
-        return JSONResponse(body, headers=clamped(rows, req))
+        return self.envelope("chat", choices, len(prompt), results), clamped(rows, req)
 
     async def completions(self, request: Request) -> Response:
         req = self.parse(await self.body(request), "text")
