@@ -113,7 +113,7 @@ def shape_mismatches(model_dir: Path, files: dict[str, str]) -> list[str]:
     config = AutoConfig.from_pretrained(str(model_dir))
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    expected = {k: tuple(v.shape) for k, v in saved_layout(model).items()}
     problems = []
     for fname in sorted(set(files.values())):
         with safe_open(str(model_dir / fname), framework="pt") as fh:
@@ -128,6 +128,16 @@ def shape_mismatches(model_dir: Path, files: dict[str, str]) -> list[str]:
         if not (tied and name.startswith("lm_head")):
             problems.append(f"{name}: missing from the checkpoint")
     return problems
+
+
+def saved_layout(model: Any) -> dict[str, Any]:
+    """The state dict as `save_pretrained` writes it: transformers 5 holds some weights fused
+    in memory (a mixture-of-experts layer's experts as one tensor) and splits them on save."""
+    try:
+        from transformers.core_model_loading import revert_weight_conversion
+    except ImportError:  # transformers 4: memory and file layouts are the same
+        return dict(model.state_dict())
+    return dict(revert_weight_conversion(model, model.state_dict()))
 
 
 def tokenizer_round_trip(model_dir: Path, tok: Any = None) -> tuple[Any, str]:
