@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.modelfiles import write_model_files
 from tuneloop.archive import (
     ARCHIVED_RUN_DIR,
     ArchiveInput,
@@ -304,7 +305,7 @@ def test_an_archived_corpus_config_reads_the_same_sources(tmp_path: Path) -> Non
         "filter: {min_score: null, keep_unrated: true}\n"
     )
     (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
+    write_model_files(tmp_path / "model")
     (tmp_path / "suite.jsonl").write_text('{"id": "x"}\n')
     (tmp_path / "work").mkdir()
     cfg = LoopConfig.model_validate(

@@ -12,6 +12,7 @@ import pytest
 import typer
 from typer.models import ParameterInfo
 
+from tests.modelfiles import write_model_files
 from tuneloop.cli import COMMANDS, GROUPS
 from tuneloop.entry import run_app
 from tuneloop.errors import (
@@ -133,7 +134,7 @@ def test_check_reports_schema_and_semantic_errors_together(tmp_path: Path) -> No
     """An unknown key and a negative LoRA rank (schema) with an unknown backend and trainer
     (preflight): one run of the installed script reports all four, each with key and line."""
     (tmp_path / "m").mkdir()
-    (tmp_path / "m" / "config.json").write_text("{}")
+    write_model_files(tmp_path / "m")
     (tmp_path / "s.jsonl").write_text('{"id": "q", "prompt": "1+1=", "answer": "2"}\n')
     cfg = tmp_path / "loop.yaml"
     cfg.write_text(
@@ -169,7 +170,7 @@ def test_run_reports_schema_and_semantic_errors_together(
     and an unknown backend (preflight) in one report, as `check` does, and creates nothing:
     no workdir, no ledger, no archive."""
     (tmp_path / "m").mkdir()
-    (tmp_path / "m" / "config.json").write_text("{}")
+    write_model_files(tmp_path / "m")
     items = "".join(
         f'{{"id": "q{i}", "prompt": "{i}+1=", "answer": "{i + 1}"}}\n' for i in range(99)
     )
@@ -199,7 +200,7 @@ def test_run_reports_schema_and_semantic_errors_together(
 def test_check_prints_resolved_config(tmp_path: Path) -> None:
     # check also preflights the inputs (tests/loop/preflight/test_checks.py), so they must exist
     (tmp_path / "m").mkdir()
-    (tmp_path / "m" / "config.json").write_text("{}")
+    write_model_files(tmp_path / "m")
     items = "".join(
         f'{{"id": "q{i}", "prompt": "{i}+1=", "answer": "{i + 1}"}}\n' for i in range(99)
     )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.modelfiles import write_model_files
 from tuneloop.config import LoopConfig, apply_override, load_config, parse_slice_fractions
 from tuneloop.errors import InputError
 
@@ -212,7 +213,7 @@ def test_the_preflight_runs_on_what_validated(tmp_path: Path) -> None:
     from tuneloop.loop.preflight import preflight
 
     (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
+    write_model_files(tmp_path / "model")
     (tmp_path / "suite.jsonl").write_text('{"id": "q", "prompt": "1+1=", "answer": "2"}\n')
     (tmp_path / "train.jsonl").write_text('{"prompt": "1+1=", "answer": "2"}\n')
     text = BROKEN + "  data: train.jsonl\n  method: sfft\n"

@@ -1,4 +1,4 @@
-"""The family matrix: tiny random-weight checkpoints of the architectures users run, built here.
+"""The family matrix: tiny checkpoints of the architectures users run, built here.
 
 `python examples/families/build_families.py OUT [FAMILY ...]` writes `OUT/<family>/` for each
 family (all by default): a Hugging Face folder with random weights, its tokenizer, its chat
@@ -9,12 +9,15 @@ Tekken vocabulary that the `mistral-common` package ships (`tekken_240911.json`,
 with transformers' own `convert_tekken_tokenizer`), and every other tokenizer is a byte-level
 BPE trained here on a fixed text with the family's special tokens.
 
-Deterministic: the same seed gives the same weights and the same tokenizer, byte for byte
-(`test_families.py` checks the hash). Small on purpose (hidden 64, 2 layers, head_dim 32: under 1 MB;
-the Mistral one 34 MB for its 131k vocabulary), so every cell of the matrix runs on a 2-core CPU; the
-shapes differ where the families differ: tied or untied embeddings, fused projections (Phi-3),
-q/k norms (Qwen 3, OLMo 2), sliding-window layers and soft-capping (Gemma 3), experts (Qwen3-MoE),
-learned positions and no chat template at all (GPT-2).
+Deterministic on one machine: the tokenizers are trained single-threaded, the weights seeded
+and warmed up (`warm_up`) on one thread. Small on purpose (hidden 64, 2 layers, head_dim 32:
+under 1 MB; the Mistral one 49 MB for its 131k vocabulary, tokenizer.json included), so every
+cell of the matrix runs on a 2-core CPU in seconds. The shapes differ where the families do:
+tied or untied embeddings, fused projections (Phi-3), q/k norms (Qwen 3, OLMo 2), sliding-window
+layers (Gemma 3), experts (Qwen3-MoE), learned positions and no chat template at all (GPT-2).
+"Random weights" with a warm-up: a few hundred steps on chat-rendered arithmetic, so that each
+checkpoint answers in its own template and ends its turn — a checkpoint that never stops fails
+`tuneloop doctor`, as it should, and no round could run on it.
 """
 
 from __future__ import annotations
@@ -326,7 +329,7 @@ def conversations(tok: Any) -> list[str]:
     return texts
 
 
-def warm_up(model: Any, tok: Any, steps: int) -> None:
+def warm_up(model: Any, tok: Any, steps: int, batch: int) -> None:
     """A few hundred full-parameter steps on `conversations`, so the checkpoint answers in its
     template's shape and ends its turn (random weights never stop, and a checkpoint that never
     stops fails `tuneloop doctor`, as it should). Deterministic on one machine: seeded order,
@@ -344,7 +347,7 @@ def warm_up(model: Any, tok: Any, steps: int) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
     for _ in range(steps):
-        pick = torch.randint(len(texts), (16,), generator=order)
+        pick = torch.randint(len(texts), (batch,), generator=order)
         loss = model(input_ids=ids[pick], attention_mask=mask[pick], labels=labels[pick]).loss
         loss.backward()
         opt.step()
@@ -365,7 +368,7 @@ def build_family(name: str, out: Path, *, seed: int = 0, warm_steps: int = WARM_
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     torch.set_num_threads(1)
-    warm_up(model, tok, warm_steps)
+    warm_up(model, tok, warm_steps, 4 if family.tekken else 16)
     stops = [tok.convert_tokens_to_ids(t) for t in family.stops]
     model.generation_config = GenerationConfig(
         bos_token_id=config.bos_token_id,

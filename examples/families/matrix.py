@@ -165,7 +165,7 @@ CELLS = ("preflight", "sft", "grpo", "dpo", "full", "merge", "doctor")
 def run_family(name: str, folder: Path, *, whole_round: bool, vllm: bool) -> dict[str, str]:
     """Every cell for one family: `ok (1.2 s)` or the failure, one line."""
     from tuneloop.train.checkpoint import doctor, merge
-    from tuneloop.train.checkpoint.compat import model_facts
+    from tuneloop.train.checkpoint.compat import read_facts, with_modules
 
     model = build_family(name, folder / "model")
     data = write_data(folder / "data")
@@ -182,7 +182,7 @@ def run_family(name: str, folder: Path, *, whole_round: bool, vllm: bool) -> dic
         else:
             results[key] = f"ok ({time.perf_counter() - t0:.1f} s)"
 
-    cell("preflight", lambda: model_facts(model, template))
+    cell("preflight", lambda: _facts_ok(with_modules(read_facts(model, template))))
     if template is not None:  # the round's own answer: the base, given the user's template
         results["preflight"] += " (no chat template: given one by model.chat_template)"
         return results  # training needs the template overlay, which only the round applies
@@ -201,6 +201,12 @@ def run_family(name: str, folder: Path, *, whole_round: bool, vllm: bool) -> dic
         cell("merge", merged_ok)
         cell("doctor", lambda: _doctor_ok(doctor(merged)))
     return results
+
+
+def _facts_ok(facts: Any) -> Any:
+    if facts.problems:
+        raise RuntimeError("; ".join(facts.problems))
+    return facts
 
 
 def _doctor_ok(report: Any) -> None:

@@ -50,7 +50,9 @@ def write_config(tmp: Path, **sections: Any) -> Path:
     base = tmp / "base"
     base.mkdir(exist_ok=True)
     (base / "weights.bin").write_bytes(b"base-weights")
-    (base / "config.json").write_text('{"model_type": "fake"}')
+    from tests.modelfiles import write_model_files
+
+    write_model_files(base)
     cfg: dict[str, Any] = {
         "name": "fake",
         "workdir": str(tmp / "work"),
@@ -124,7 +126,9 @@ def merge(ctx: PhaseContext) -> None:
     steps = (ctx.upstream["train"] / "adapter" / "steps.txt").read_text()
     (ctx.folder / "model").mkdir()
     (ctx.folder / "model" / "weights.bin").write_text(f"merged-{steps}")
-    (ctx.folder / "model" / "config.json").write_text('{"model_type": "fake"}')
+    from tests.modelfiles import write_model_files
+
+    write_model_files(ctx.folder / "model")
 
 
 def doctor(ctx: PhaseContext) -> None:
@@ -174,6 +178,7 @@ def run_round(config: Path, overrides: list[str] | None = None, asked: str = "ne
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `tests.modelfiles`
     args = sys.argv[1:]
     if len(args) > 2 and args[1] == "--round":
         sys.exit(run_round(Path(args[0]), asked=args[2]))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.modelfiles import write_model_files
 from tuneloop.errors import InputError
 from tuneloop.replay.teachers import load_teachers
 
@@ -65,7 +66,7 @@ def test_a_good_file_resolves_embedded_paths(tmp_path: Path, monkeypatch) -> Non
         "  - {name: b, embedded: model, sampling: {max_tokens: 4}}\n"
     )
     (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
+    write_model_files(tmp_path / "model")
     cfg = load_teachers(path)
     assert cfg.teachers[1].requested_model() == str(tmp_path / "model")
     assert cfg.teachers[0].requested_model() == "m" and cfg.teachers[1].sampling.max_tokens == 4

@@ -36,6 +36,9 @@ RUN_FILES = {
     "state.json",
     "model/config.json",
     "model/weights.bin",
+    "model/tokenizer.json",
+    "model/tokenizer_config.json",
+    "model/chat_template.jinja",
 }
 
 

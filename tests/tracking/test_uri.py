@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.modelfiles import write_model_files
 from tuneloop.config.tracking import TrackingConfig
 from tuneloop.tracking import EXTRA, artifact_location, check_uri, log_round, resolve_uri
 from tuneloop.tracking.facts import RoundFacts
@@ -68,7 +69,7 @@ def project(tmp_path: Path) -> Path:
     import json
 
     (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
+    write_model_files(tmp_path / "model")
     items = [{"id": f"q{i}", "prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(200)]
     (tmp_path / "suite.jsonl").write_text("".join(json.dumps(x) + "\n" for x in items))
     (tmp_path / "train.jsonl").write_text('{"prompt": "1+1=", "answer": "2"}\n')

@@ -18,12 +18,13 @@ fails while it is stale).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from tuneloop.config.base import ConfigPath, SafeName, Section
 from tuneloop.config.flywheel import FlywheelConfig
+from tuneloop.config.hub import hub_id, resolve_cached
 from tuneloop.config.replay import ReplayConfig
 from tuneloop.config.slicing import SlicingConfig
 from tuneloop.config.tracking import TrackingConfig
@@ -340,6 +341,14 @@ class DataConfig(Section):
     composite → grpo, dpo → preference)."""
 
 
+class ModelConfig(Section):
+    chat_template: ConfigPath | None = None
+    """A chat template file (Jinja, or JSON `{"chat_template": …}`) that replaces the base's
+    own — or gives one to a base that has none. The run serves, trains and merges the base
+    with it (a folder of links to the base's files plus this template, `<workdir>/base/`), so
+    its sha256 is part of the base's hash in every record."""
+
+
 class LoopConfig(Section):
     name: SafeName = "loop"
     """Run name (used in the archive and ledger): one plain path component, since each run's
@@ -347,8 +356,11 @@ class LoopConfig(Section):
     workdir: ConfigPath = Path("runs/loop")
     """Folder for this run's phases and state."""
     base_model: Literal["champion"] | ConfigPath
-    """The base checkpoint (a Hugging Face folder), or `champion`: the current champion in
-    the ledger, each run a new round (`tuneloop run --round`)."""
+    """The base checkpoint (a Hugging Face folder); a Hub id `org/name` (or `org/name@rev`)
+    read from the local Hugging Face cache, never downloaded (`config/hub.py`); or
+    `champion`: the current champion in the ledger, each run a new round (`tuneloop run
+    --round`)."""
+    model: ModelConfig = ModelConfig()
     serve: ServeConfig = ServeConfig()
     suite: SuiteConfig
     eval: EvalConfig = EvalConfig()
@@ -369,6 +381,21 @@ class LoopConfig(Section):
     the data phase's traces.jsonl); training reads its outputs through `data.output:
     replay_sft | replay_dpo`, and `composite` takes its pairs when `train.composite.pairs` is
     unset."""
+
+    @field_validator("base_model", mode="before")
+    @classmethod
+    def _hub_model(cls, value: Any, info: ValidationInfo) -> Any:
+        """`org/name` that is no folder beside the YAML: the cached Hub snapshot's folder."""
+        if not isinstance(value, str) or value == "champion":
+            return value
+        found = hub_id(value)
+        folder = Path((info.context or {}).get("base_dir") or ".") / value
+        if found is None or folder.exists():
+            return value
+        try:
+            return str(resolve_cached(*found))
+        except ValueError as err:
+            raise ValueError(f"no folder {folder}, and {err}") from None
 
     @property
     def base(self) -> Path:

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from tuneloop.config import LoopConfig, load_config
 from tuneloop.errors import EXIT_PHASE_FAILED, InputError, PhaseFailed
+from tuneloop.loop.base_overlay import with_chat_template
 from tuneloop.loop.layout import RunLayout
 from tuneloop.loop.preflight import check_before_compute
 from tuneloop.loop.rounds import preflight_errors
@@ -70,7 +71,7 @@ def run(
     # Everything checkable without compute, before the runner touches the workdir.
     for warning in check_before_compute(cfg, config, overrides):
         typer.echo(warning, err=True)
-    cfg = chosen_backend(cfg)
+    cfg = chosen_backend(with_chat_template(cfg))
     runner = Runner(cfg, config, selection)
     if plan:
         _print_plan(runner)

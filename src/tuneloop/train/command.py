@@ -88,11 +88,19 @@ def doctor(
     fix_stop_tokens: Annotated[
         bool, Opt(help="Repair generation_config.json stop tokens (metadata only).")
     ] = False,
+    compat: Annotated[
+        bool, Opt(help="Print the model's facts and what each step of a round will do with it.")
+    ] = False,
 ) -> None:
-    """Check a checkpoint: finite tensors, shards, shapes, tokenizer, stop tokens, generation."""
+    """Check a checkpoint: finite tensors, shards, shapes, tokenizer, stop tokens, generation.
+
+    With --compat: what the folder is (architecture, vocabulary, chat template, end of turn,
+    LoRA targets) and which steps of a round it supports, read without loading weights."""
     from rich.console import Console
     from rich.table import Table
 
+    if compat:
+        raise typer.Exit(_compat(model_dir))
     report = run_doctor(model_dir, fix_stop_tokens=fix_stop_tokens)
     table = Table(title=f"doctor {model_dir}")
     for col in ("check", "result", "detail"):
@@ -104,3 +112,35 @@ def doctor(
         names = ", ".join(c.name for c in report.failures())
         typer.echo(f"doctor: FAILED ({names})", err=True)
         raise typer.Exit(1)
+
+
+def _compat(model_dir: Path) -> int:
+    """`doctor --compat`: the facts and the per-step table; 1 when a step cannot run."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from tuneloop.train.checkpoint.compat import (
+        compat_rows,
+        read_facts,
+        vllm_architectures,
+        with_modules,
+    )
+    from tuneloop.vllm_env import VllmEnvError, find_vllm
+
+    if not (model_dir / "config.json").is_file():
+        raise InputError(f"{model_dir}: not a Hugging Face model folder (no config.json)")
+    facts = with_modules(read_facts(model_dir))
+    for line in facts.summary():
+        typer.echo(line)
+    try:
+        archs = vllm_architectures(find_vllm(None).python)
+    except VllmEnvError:
+        archs = None
+    table = Table(title=f"compat {model_dir}")
+    for col in ("step", "result", "why"):
+        table.add_column(col)
+    rows = compat_rows(facts, archs)
+    for step, ok, why in rows:
+        table.add_row(step, "[green]ok" if ok else "[red]no", why)
+    Console(width=160).print(table)
+    return 0 if all(ok for _, ok, _ in rows) else 1

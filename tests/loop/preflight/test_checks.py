@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.modelfiles import write_model_files
 from tuneloop.cli import main
 from tuneloop.records import append_jsonl, write_record
 from tuneloop.samplelog import EvalSummary, SampleRow, SamplingParams
@@ -70,7 +71,7 @@ def edit(text: str, start: str, new: str) -> str:
 def project(tmp_path: Path) -> Path:
     """A folder with a valid loop.yaml (GOOD), a model folder, a 200-item suite, train data."""
     (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
+    write_model_files(tmp_path / "model")
     items = [{"id": f"q{i}", "prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(200)]
     (tmp_path / "suite.jsonl").write_text("".join(json.dumps(x) + "\n" for x in items))
     (tmp_path / "train.jsonl").write_text('{"prompt": "1+1=", "answer": "2"}\n')

@@ -21,6 +21,7 @@ from tuneloop.loop.integrity import changed_items_problem  # how load_config nam
 from tuneloop.loop.layout import ledger_path
 from tuneloop.loop.preflight.findings import Findings
 from tuneloop.loop.preflight.gate_power import check_power
+from tuneloop.loop.preflight.model import check_model
 from tuneloop.registry import Registry, scorers, serve_backends, trainers
 from tuneloop.suite import Suite, load_suite, resolve_slice
 from tuneloop.vllm_env import find_vllm
@@ -32,10 +33,12 @@ def check_before_compute(
     cfg: LoopConfig, config_path: Path, overrides: list[str] | None = None
 ) -> list[str]:
     """Run `preflight`; raise InputError listing every error with its key and line, else
-    return the warnings (`warning: key (line n): …`) for the caller to print to stderr."""
+    return the warnings (`warning: key (line n): …`) and the notes (the model's facts) for the
+    caller to print to stderr."""
     found = preflight(cfg)
     where = _locator(Path(config_path), overrides)
     warnings = [f"warning: {where(w.key)}: {w.message}" for w in found.warnings]
+    warnings += found.notes
     if found.errors:
         errors = [f"{where(e.key)}: {e.message}" for e in found.errors]
         raise InputError(
@@ -73,6 +76,7 @@ def preflight(cfg: LoopConfig) -> Findings:
     _check_training(cfg, found)
     _check_flywheel(cfg, found)
     suite = _load_suite(cfg, found)
+    check_model(cfg, suite, found)
     if suite is not None:
         gate_items = _check_slices(cfg, suite, found)
         if gate_items:

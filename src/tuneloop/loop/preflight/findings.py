@@ -21,9 +21,14 @@ class Finding:
 class Findings:
     errors: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What was read, for the user to see (the model's facts), neither error nor warning."""
 
     def error(self, key: str, message: str) -> None:
         self.errors.append(Finding(key, message))
 
     def warn(self, key: str, message: str) -> None:
         self.warnings.append(Finding(key, message))
+
+    def note(self, line: str) -> None:
+        self.notes.append(line)

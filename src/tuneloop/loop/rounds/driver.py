@@ -27,6 +27,7 @@ from tuneloop.config import LoopConfig
 from tuneloop.errors import EXIT_PHASE_FAILED, InputError, PhaseFailed
 from tuneloop.gate.ledger import RoundEnd, RoundStart, last_outcome
 from tuneloop.gate.verdict_record import GateVerdict
+from tuneloop.loop.base_overlay import with_chat_template
 from tuneloop.loop.layout import RunLayout, ledger_path
 from tuneloop.loop.phases import PHASES, Phase
 from tuneloop.loop.preflight import check_before_compute
@@ -151,7 +152,7 @@ def execute(
         f"{record.gate_slice}, in {rcfg.workdir}",
         highlight=False,
     )
-    rcfg, choice = resolve_serve(rcfg)  # `serve.backend: auto`, for this round's base
+    rcfg, choice = resolve_serve(with_chat_template(rcfg))  # `serve.backend: auto`, its base
     if choice is not None:
         console.print(choice.line, highlight=False)
     runner = Runner(rcfg, req.config_path, req.selection, phases)
