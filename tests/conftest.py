@@ -1,0 +1,44 @@
+"""Fixtures every test folder shares: the family matrix's checkpoints, built once a session."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+FAMILIES_DIR = Path(__file__).resolve().parents[1] / "examples" / "families"
+
+
+def family_names() -> list[str]:
+    """The families `examples/families/build_families.py` builds, in its order."""
+    if str(FAMILIES_DIR) not in sys.path:
+        sys.path.insert(0, str(FAMILIES_DIR))
+    from build_families import FAMILIES
+
+    return list(FAMILIES)
+
+
+@pytest.fixture(scope="session")
+def family_model(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """`family_model("llama")`: that family's checkpoint, built on first use (seconds; the
+    Mistral one, with its 131k vocabulary, about 20 s) and shared by every test after."""
+    import torch
+
+    from tuneloop.train.common import quiet
+
+    quiet()
+    torch.set_num_threads(1)
+    family_names()
+    from build_families import build_family
+
+    root = tmp_path_factory.mktemp("families")
+    built: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in built:
+            built[name] = build_family(name, root / name)
+        return built[name]
+
+    return get
