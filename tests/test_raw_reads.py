@@ -50,6 +50,14 @@ ledger's reader, with the reason. Empty: every such read is a typed row of `gate
 NOT_ARTIFACTS: dict[tuple[str, str], str] = {
     # (file under src/tuneloop, enclosing function): what it reads, and why it is raw
     (
+        "loop/base_overlay.py",
+        "build_overlay",
+    ): "a Hugging Face tokenizer_config.json (written by transformers), its template dropped",
+    (
+        "train/checkpoint/compat.py",
+        "_json",
+    ): "a Hugging Face checkpoint's config, tokenizer and generation JSON (not ours)",
+    (
         "serve/backends.py",
         "_position_limit",
     ): "a Hugging Face checkpoint's config.json (its max_position_embeddings), not ours",

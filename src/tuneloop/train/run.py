@@ -15,7 +15,9 @@ a re-run with other settings, data or base is refused rather than resumed or res
 error names what differs and the folder to remove. A re-run whose adapter is already in
 place returns it. `seconds` in the record counts only the last (resumed) segment, model
 loading included; `train_seconds`, `steps_done` and `stop` (budget.py) count from the first
-optimizer step and say whether `train.max_seconds` ended the run.
+optimizer step and say whether `train.max_seconds` ended the run. Rows longer than
+`train.max_length` are counted before training (lengths.py: `lengths.jsonl`, one line per row,
+and the totals in the record).
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ from tuneloop.records import (
 )
 from tuneloop.registry import trainers
 from tuneloop.train.common import quiet
-from tuneloop.train.data import read_rows
+from tuneloop.train.data import Row, read_rows
 from tuneloop.train.distributed import check_diloco, launch_workers, run_diloco
 from tuneloop.train.hygiene import check_contamination
+from tuneloop.train.lengths import COUNTED_METHODS, row_lengths, summarize, write_lengths
 from tuneloop.train.resume import CHECKPOINTS, any_checkpoint
 from tuneloop.train.settings import TrainRunRecord, TrainSettings
 from tuneloop.train.strategy import check_strategy
@@ -104,6 +107,7 @@ def train(
         t0 = time.perf_counter()
         forget_clock(work)
         quiet()
+        cut = count_truncation(base, rows, work, settings)
         if settings.diloco.replicas:
             run_diloco(base, data, work, settings)
         elif nproc > 1:
@@ -122,7 +126,7 @@ def train(
         if not has_trained_output(work):
             raise PhaseFailed(f"training ({method}) finished without writing an adapter or model")
         seconds = round(time.perf_counter() - t0, 3)
-        done = {"seconds": seconds, **run_outcome(work)}
+        done = {"seconds": seconds, **run_outcome(work), **cut}
         write_record(work / SETTINGS_FILE, record.model_copy(update=done))
         shutil.rmtree(work / CHECKPOINTS, ignore_errors=True)
         os.replace(work, out_dir)
@@ -130,6 +134,27 @@ def train(
         keep_or_remove(work)
         raise
     return out_dir
+
+
+def count_truncation(
+    base: Path, rows: list[Row], work: Path, settings: TrainSettings
+) -> dict[str, int]:
+    """Each row's length against `train.max_length` (`lengths.py`), written to
+    `lengths.jsonl`; the totals for the run record ({} for a method that does not truncate)."""
+    if settings.method not in COUNTED_METHODS:
+        return {}
+    from tuneloop.train.common import load_tokenizer
+
+    lengths = row_lengths(load_tokenizer(base), rows, settings.method, settings.max_length)
+    write_lengths(work, lengths)
+    summary = summarize(lengths, settings.max_length)
+    if (line := summary.line(settings.method)) is not None:
+        print(line, file=sys.stderr)
+    return {
+        "truncated_rows": summary.truncated_rows,
+        "truncated_tokens": summary.truncated_tokens,
+        "longest_row": summary.longest,
+    }
 
 
 def has_trained_output(folder: Path) -> bool:

@@ -22,9 +22,10 @@ class TrainRunRecord(Record):
     """`train_settings.json`: what a training run did, to what, with which settings."""
 
     KIND = "train_settings"
-    VERSION = 3
+    VERSION = 4
     """v2: `settings` is the nested `TrainConfig` (`lora.r`, `grpo.group_size`, …); v3 adds
-    `steps_done`, `train_seconds` and `stop` (`train.max_seconds`)."""
+    `steps_done`, `train_seconds` and `stop` (`train.max_seconds`); v4 the truncation counts
+    (`truncated_rows`, `truncated_tokens`, `longest_row`; `lengths.jsonl` has each row's)."""
 
     method: str
     """Training method (`grpo`, `sft`, `dpo` or a plugin name)."""
@@ -58,3 +59,10 @@ class TrainRunRecord(Record):
     """Seconds from the first optimizer step to the end (what `train.max_seconds` counts)."""
     stop: str | None = None
     """Why training ended: `max_seconds` (the budget) or `steps` (`train.steps` reached)."""
+    truncated_rows: int | None = None
+    """Rows longer than `train.max_length`, cut to it (None: a method that does not truncate,
+    see `train/lengths.py`)."""
+    truncated_tokens: int | None = None
+    """Tokens those rows lost."""
+    longest_row: int | None = None
+    """The longest row's tokens, before truncation."""

@@ -119,7 +119,8 @@ def _check_teacher_sees_its_own_rows_answer(tokenizer: Any, inputs: dict) -> Non
         assert f"What is {a} + {b}?\n\n(Reference answer: {int(a) + int(b)})" in teacher
 
 
-def _channel_gradient_norms(base: Path, prompts: Path, pairs: Path, out: Path) -> dict:
+def _first_batch(base: Path, prompts: Path, pairs: Path, out: Path) -> tuple[Any, Any, Any]:
+    """(trainer, its model in train mode, the first prepared batch) with every channel on."""
     import torch
 
     s = _settings(steps=1, alpha=1.0, beta=1.0, pairs=pairs)
@@ -138,6 +139,11 @@ def _channel_gradient_norms(base: Path, prompts: Path, pairs: Path, out: Path) -
     model.train()
     trainer.current_gradient_accumulation_steps = 1  # set by the training loop, outside it here
     inputs = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
+    return trainer, model, inputs
+
+
+def _channel_gradient_norms(base: Path, prompts: Path, pairs: Path, out: Path) -> dict:
+    trainer, model, inputs = _first_batch(base, prompts, pairs, out)
     _check_teacher_sees_its_own_rows_answer(trainer.processing_class, inputs)
     norms = {}
     for name, loss in trainer.channel_losses(model, inputs).items():
@@ -157,6 +163,31 @@ def test_each_channel_has_a_finite_nonzero_gradient(
     print(f"{arch} gradient norms: {norms}")
     assert set(norms) == CHANNELS
     assert all(math.isfinite(n) and n > 0 for n in norms.values()), norms
+
+
+def test_self_distillation_through_the_chunked_head_is_the_full_logits_loss(
+    tiny_model: Path, prompts: Path, pairs: Path, tmp_path: Path
+) -> None:
+    """The trainer checks the head once and takes the chunked path; the full-logits path on
+    the same batch gives the same loss and the same gradient."""
+    import torch
+
+    trainer, model, inputs = _first_batch(tiny_model, prompts, pairs, tmp_path / "out")
+    results = {}
+    for chunked in (None, False):
+        trainer.chunked = chunked
+        model.zero_grad()
+        loss = trainer.self_distill_loss(model, inputs)
+        loss.backward()
+        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        results[chunked] = (loss.item(), grads)
+        if chunked is None:
+            assert trainer.chunked is True  # the tiny Qwen2's head reproduces its logits
+    (chunked_loss, chunked_grads), (full_loss, full_grads) = results[None], results[False]
+    assert chunked_loss == pytest.approx(full_loss, rel=1e-5)
+    assert len(chunked_grads) == len(full_grads) > 0
+    pairs = zip(chunked_grads, full_grads, strict=True)
+    assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-7) for a, b in pairs)
 
 
 def test_channel_losses_reach_metrics_jsonl(

@@ -53,7 +53,8 @@ def check_model(cfg: LoopConfig, suite: Suite | None, found: Findings) -> None:
     for line in facts.summary():
         found.note(line)
     for problem in facts.problems:
-        found.error("model.chat_template" if template else "base_model", problem)
+        by_template = template is not None and problem in facts.template_problems
+        found.error("model.chat_template" if by_template else "base_model", problem)
     chats = [item for item in (suite.items if suite else ()) if item.messages]
     if tokens is None:
         if chats:

@@ -59,6 +59,9 @@ class ModelFacts:
     """`native` (the template renders `tools`), `hermes` (tuneloop's fallback format), `none`."""
     problems: list[str] = field(default_factory=list)
     """What would break a round, said before compute (the preflight's errors)."""
+    template_problems: tuple[str, ...] = ()
+    """Those of `problems` that the chat template causes (it cannot render an exchange, its
+    end of turn is outside the vocabulary); the rest are the folder's own files'."""
     parameters: int | None = None
     """`with_modules` only."""
     lora_targets: tuple[str, ...] = ()
@@ -274,7 +277,7 @@ def read_facts(model_dir: Path, chat_template: Path | None = None) -> ModelFacts
     nested = config.get("text_config")
     text: dict[str, Any] = nested if isinstance(nested, dict) else config
     tokens, source, tok_config = template_tokens(model_dir, chat_template)
-    problems: list[str] = []
+    template_problems: list[str] = []
     vocab = text.get("vocab_size") if isinstance(text.get("vocab_size"), int) else None
     eot = None
     system = False
@@ -282,14 +285,19 @@ def read_facts(model_dir: Path, chat_template: Path | None = None) -> ModelFacts
         try:
             eot = tokens.end_of_turn()
         except Exception as err:  # noqa: BLE001 - a template that cannot render one exchange
-            problems.append(
+            template_problems.append(
                 f"the chat template cannot render a user/assistant exchange: "
                 f"{type(err).__name__}: {err}"
             )
         system = render_problem(tokens, [{"role": "system", "content": "s"}]) is None
+        if eot is not None and vocab is not None and eot >= vocab:
+            template_problems.append(
+                f"{model_dir}: the chat template's end-of-turn token (id {eot}) is outside "
+                f"the model's vocabulary of {vocab}"
+            )
     stops = _stop_ids(_json(model_dir / "generation_config.json").get("eos_token_id"))
     eos = _token(tok_config.get("eos_token"))
-    problems += _vocabulary_problems(model_dir, vocab, stops, eot, eos, tokens)
+    problems = template_problems + _vocabulary_problems(model_dir, vocab, stops, eos, tokens)
     if eos is None and not stops:
         problems.append(
             f"{model_dir}: neither tokenizer_config.json nor generation_config.json names an "
@@ -319,6 +327,7 @@ def read_facts(model_dir: Path, chat_template: Path | None = None) -> ModelFacts
         if tokens
         else "none",
         problems=problems,
+        template_problems=tuple(template_problems),
     )
 
 
@@ -332,7 +341,6 @@ def _vocabulary_problems(
     model_dir: Path,
     vocab: int | None,
     stops: list[int],
-    eot: int | None,
     eos: str | None,
     tokens: TemplateTokens | None,
 ) -> list[str]:
@@ -346,11 +354,6 @@ def _vocabulary_problems(
             for tid in stops
             if not 0 <= tid < vocab
         ]
-        if eot is not None and eot >= vocab:
-            problems.append(
-                f"{model_dir}: the chat template's end-of-turn token (id {eot}) is outside "
-                f"the model's vocabulary of {vocab}"
-            )
     tok = tokens.tokenizer if tokens else None
     if tok is not None and eos is not None:
         tid = tok.token_to_id(eos)

@@ -38,7 +38,15 @@ from tuneloop.train.methods.preference import (
     replay_dpo_loss,
     tokenize_pairs,
 )
-from tuneloop.train.methods.selfdistill import completion_logits, reverse_kl, teacher_rows
+from tuneloop.train.methods.selfdistill import (
+    chunked_reverse_kl,
+    completion_logits,
+    completion_states,
+    head_logits,
+    head_reproduces,
+    reverse_kl,
+    teacher_rows,
+)
 from tuneloop.train.metrics import MetricsCallback
 from tuneloop.train.settings import TrainSettings
 
@@ -59,6 +67,8 @@ class CompositeTrainer(GRPOTrainer):  # type: ignore[misc]
         super().__init__(**kw)
         self.pad_id: int = kw["processing_class"].pad_token_id
         self.alpha, self.beta, self.dpo_beta = alpha, beta, dpo_beta
+        self.chunked: bool | None = None
+        """Self-distillation through the chunked head (selfdistill.py); None until checked."""
         seed = self.args.seed + self.accelerator.process_index
         self.pair_draws = PairDraws(pairs, pairs_per_step, seed) if beta > 0 and pairs else None
         if beta > 0 and self.pair_draws is None:
@@ -94,18 +104,30 @@ class CompositeTrainer(GRPOTrainer):  # type: ignore[misc]
         return losses
 
     def self_distill_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
-        """Reverse KL(student ‖ hinted teacher) over the student's own completion tokens."""
+        """Reverse KL(student ‖ hinted teacher) over the student's own completion tokens:
+        chunked over the output head (selfdistill.py), or from full logits for a model whose
+        head does not reproduce its own output (checked once, on the first batch)."""
         completion = inputs["completion_ids"], inputs["completion_mask"]
         mask = completion[1] * inputs["tool_mask"] if "tool_mask" in inputs else completion[1]
-        student = completion_logits(model, inputs["prompt_ids"], inputs["prompt_mask"], *completion)
+        plain = self.accelerator.unwrap_model(model)
+        prompt = inputs["prompt_ids"], inputs["prompt_mask"]
+        hinted = inputs["teacher_prompt_ids"], inputs["teacher_prompt_mask"]
+        if self.chunked is None:
+            with torch.no_grad():
+                self.chunked = head_reproduces(
+                    plain, completion_states(plain, *prompt, *completion)
+                )
+        if not self.chunked:
+            student = completion_logits(model, *prompt, *completion)
+            with torch.no_grad():
+                teacher = completion_logits(plain, *hinted, *completion)
+            return reverse_kl(student / self.temperature, teacher / self.temperature, mask)
+        student = completion_states(model, *prompt, *completion).hidden
         with torch.no_grad():
-            teacher = completion_logits(
-                self.accelerator.unwrap_model(model),
-                inputs["teacher_prompt_ids"],
-                inputs["teacher_prompt_mask"],
-                *completion,
-            )
-        return reverse_kl(student / self.temperature, teacher / self.temperature, mask)
+            teacher = completion_states(plain, *hinted, *completion).hidden
+        return chunked_reverse_kl(
+            lambda h: head_logits(plain, h), student, teacher, mask, self.temperature
+        )
 
     def compute_loss(
         self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
