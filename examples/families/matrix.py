@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE))
 
 from build_families import FAMILIES, build_family  # noqa: E402
 
-TINY_CHAT_TEMPLATE = HERE / "templates" / "chatml.jinja"
+TINY_CHAT_TEMPLATE = HERE / "templates" / "gpt2.jinja"
 """The template a base model without one (GPT-2) is given through `model.chat_template`."""
 
 

@@ -18,9 +18,10 @@ from tuneloop.loop.preflight import Findings, preflight
 
 from ...installed import tuneloop
 
-CHATML = (
-    Path(__file__).resolve().parents[3] / "examples" / "families" / "templates" / "chatml.jinja"
-)
+FAMILIES = Path(__file__).resolve().parents[3] / "examples" / "families"
+CHATML = FAMILIES / "templates" / "chatml.jinja"
+PLAIN = FAMILIES / "templates" / "gpt2.jinja"
+"""Turns ended by GPT-2's own eos: the template a base without one can be given."""
 FIXES = ("`model.chat_template: FILE`", "completion-mode suite", "/v1/completions")
 
 CONFIG = """\
@@ -111,13 +112,29 @@ def test_model_chat_template_gives_the_base_a_template(
     family_model: Callable[[str], Path], tmp_path: Path
 ) -> None:
     found, errors = check(
-        tmp_path, family_model("gpt2"), extra=f"model:\n  chat_template: {CHATML}\n"
+        tmp_path, family_model("gpt2"), extra=f"model:\n  chat_template: {PLAIN}\n"
     )
     assert errors == []
     chat_line = next(n for n in found.notes if n.startswith("  chat template:"))
-    assert chat_line.startswith(f"  chat template: model.chat_template {CHATML} (sha256 ")
-    # GPT-2's vocabulary has no <|im_end|>, so the template's end of turn is no token of it
-    assert "; end of turn unknown; system role yes; tools native" in chat_line
+    assert chat_line.startswith(f"  chat template: model.chat_template {PLAIN} (sha256 ")
+    assert "; end of turn <|endoftext|>" in chat_line, chat_line
+
+
+def test_a_template_ending_turns_with_a_token_the_vocabulary_lacks_is_refused(
+    family_model: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """ChatML's <|im_end|> is no token of GPT-2's vocabulary: no turn could ever end."""
+    gpt2 = family_model("gpt2")
+    _, errors = check(tmp_path, gpt2, extra=f"model:\n  chat_template: {CHATML}\n")
+    assert errors == [
+        (
+            "model.chat_template",
+            "the chat template ends an assistant turn with '<|im_end|>', which is no special "
+            f"token of {gpt2 / 'tokenizer.json'}: generation could never stop at the end of a "
+            "turn (use a template that ends turns with a token the tokenizer has, such as its "
+            "eos token '<|endoftext|>')",
+        )
+    ]
 
 
 def test_a_missing_model_chat_template_is_an_error_under_its_key(
@@ -223,7 +240,8 @@ def test_a_base_problem_stays_under_base_model_with_a_template_set(
 ) -> None:
     model = copy_of(family_model, tmp_path, "llama")
     edit_json(model / "generation_config.json", eos_token_id=10**6)
-    _, errors = check(tmp_path, model, extra=f"model:\n  chat_template: {CHATML}\n")
+    llama3 = FAMILIES / "templates" / "llama3.jinja"
+    _, errors = check(tmp_path, model, extra=f"model:\n  chat_template: {llama3}\n")
     assert [key for key, _ in errors] == ["base_model"]
 
 

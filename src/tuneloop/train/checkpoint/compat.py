@@ -203,13 +203,17 @@ class TemplateTokens:
         )
         return str(result[0][0])
 
-    def end_of_turn(self) -> int | None:
-        """The first special token the template writes after an assistant reply."""
+    def after_reply(self) -> str | None:
+        """What the template writes after an assistant reply (None: the reply is not in it)."""
         msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": SENTINEL}]
         text = self.render(msgs, generation_prompt=False)
-        if self.tokenizer is None or SENTINEL not in text:
+        return text[text.rindex(SENTINEL) + len(SENTINEL) :] if SENTINEL in text else None
+
+    def end_of_turn(self) -> int | None:
+        """The first special token the template writes after an assistant reply."""
+        after = self.after_reply()
+        if self.tokenizer is None or after is None:
             return None
-        after = text[text.rindex(SENTINEL) + len(SENTINEL) :]
         special = {i for i, t in self.tokenizer.get_added_tokens_decoder().items() if t.special}
         for tid in self.tokenizer.encode(after, add_special_tokens=False).ids:
             if tid in special:
@@ -290,6 +294,8 @@ def read_facts(model_dir: Path, chat_template: Path | None = None) -> ModelFacts
                 f"{type(err).__name__}: {err}"
             )
         system = render_problem(tokens, [{"role": "system", "content": "s"}]) is None
+        if eot is None and tokens.tokenizer is not None and not template_problems:
+            template_problems += _unknown_end_of_turn(model_dir, tokens, tok_config)
         if eot is not None and vocab is not None and eot >= vocab:
             template_problems.append(
                 f"{model_dir}: the chat template's end-of-turn token (id {eot}) is outside "
@@ -329,6 +335,24 @@ def read_facts(model_dir: Path, chat_template: Path | None = None) -> ModelFacts
         problems=problems,
         template_problems=tuple(template_problems),
     )
+
+
+def _unknown_end_of_turn(
+    model_dir: Path, tokens: TemplateTokens, tok_config: dict[str, Any]
+) -> list[str]:
+    """A template that ends a turn with text the tokenizer has no special token for: the
+    model could never produce a stop token there (ChatML's `<|im_end|>` on GPT-2's vocabulary
+    is five ordinary tokens)."""
+    after = (tokens.after_reply() or "").strip()
+    if not after:
+        return []  # nothing after the reply: the turn ends with the eos of generation_config
+    eos = _token(tok_config.get("eos_token"))
+    fix = f", such as its eos token {eos!r}" if eos else ""
+    return [
+        f"the chat template ends an assistant turn with {after[:40]!r}, which is no special "
+        f"token of {model_dir / 'tokenizer.json'}: generation could never stop at the end of a "
+        f"turn (use a template that ends turns with a token the tokenizer has{fix})"
+    ]
 
 
 def _stop_ids(value: Any) -> list[int]:
