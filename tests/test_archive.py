@@ -86,7 +86,7 @@ def archived(tmp_path: Path) -> Path:
 def test_fresh_archive_verifies(archived: Path) -> None:
     assert verify_archive(archived) == []
     manifest = json.loads((archived / "manifest.json").read_text())
-    assert manifest["schema"] == "tuneloop.manifest/2"
+    assert manifest["schema"] == "tuneloop.manifest/3"
     assert list(manifest) == [
         "schema",
         "run_id",
@@ -99,6 +99,7 @@ def test_fresh_archive_verifies(archived: Path) -> None:
         "base_model_sha256",
         "files",
         "round",
+        "pins",
     ]
     paths = {f["path"] for f in manifest["files"]}
     assert {"run/report/delta.json", "inputs/suite.jsonl", "inputs/base_model/config.json"} <= paths
@@ -152,6 +153,8 @@ def test_plain_inputs_and_a_large_input_recorded_not_copied(tmp_path: Path) -> N
     assert not (target / "inputs" / "model").exists()
     external = read_manifest(target).external_inputs
     assert external == {"why": "a caveat", "model": {"path": str(tmp_path / "big"), "size_mb": 0.0}}
+    (pin,) = read_manifest(target).pins.values()  # and pinned, file by file
+    assert pin.path == str(tmp_path / "big") and set(pin.files) == {"w.bin"}
 
 
 def _all_files(root: Path) -> list[Path]:
@@ -184,7 +187,7 @@ def test_missing_and_extra_files_are_reported(archived: Path) -> None:
 
 def test_a_manifest_of_another_kind_is_a_problem_named(archived: Path) -> None:
     manifest = archived / "manifest.json"
-    manifest.write_text(json.dumps({"schema": "tuneloop.manifest/3", "files": []}))
+    manifest.write_text(json.dumps({"schema": "tuneloop.manifest/4", "files": []}))
     problems = verify_archive(archived)
     assert any("newer than this tuneloop reads" in p for p in problems)
     (archived / "manifest.json").unlink()

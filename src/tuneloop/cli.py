@@ -2,9 +2,11 @@
 
 Each phase keeps its command functions (typer-annotated, thin) in `<phase>/command.py`; this
 module only names them, and `tests/test_cli.py` fails when a command module defines a command
-that is not mapped here. Command modules import nothing heavy at module level (torch,
-transformers, vLLM, uvicorn load inside the command that needs them), so importing them all
-keeps `--help` fast and `tuneloop check` torch-free. Exit statuses are the table in
+that is not mapped here. A group's command that must live above the group's package
+(`archive reproduce` runs the loop) is named in `GROUP_COMMANDS` and added to its group here.
+Command modules import nothing heavy at module level (torch, transformers, vLLM, uvicorn load
+inside the command that needs them), so importing them all keeps `--help` fast and `tuneloop
+check` torch-free. Exit statuses are the table in
 `tuneloop.errors`; a usage or input error is one message that names the file, line or key (for
 a usage error, after the command's usage line).
 
@@ -26,7 +28,7 @@ from tuneloop.evaluate.command import evaluate
 from tuneloop.flywheel.command import status
 from tuneloop.flywheel.watch.command import approve, watch
 from tuneloop.gate.command import champion, gate, ledger_app
-from tuneloop.loop.command import run
+from tuneloop.loop.command import reproduce, run
 from tuneloop.replay.command import replay
 from tuneloop.report.command import compare, power
 from tuneloop.serve.command import proxy, serve
@@ -62,6 +64,14 @@ GROUPS: dict[str, typer.Typer] = {
     "ledger": ledger_app,
 }
 """name → a group of sub-commands."""
+GROUP_COMMANDS: dict[str, dict[str, Callable[..., None]]] = {
+    # it runs the loop, which the archive phase may not import (a phase never imports the loop)
+    "archive": {"reproduce": reproduce},
+}
+"""group name → sub-command name → a command defined above the group's own package."""
+for _group, _commands in GROUP_COMMANDS.items():
+    for _name, _command in _commands.items():
+        GROUPS[_group].command(_name)(_command)
 
 
 def build_app() -> typer.Typer:

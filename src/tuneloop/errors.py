@@ -10,7 +10,7 @@ Exit statuses, the same for every command:
 
 - `EXIT_OK` (0): success; for `run` and `gate`, the challenger was promoted.
 - `EXIT_REJECT` (1): the gate rejected the challenger, or it awaits approval; `archive verify`
-  found a changed artifact.
+  found a changed artifact; `archive reproduce` got other numbers on the same hardware.
 - `EXIT_USAGE` (2): a usage or input error — unknown option, missing argument, bad config,
   unreadable or unwritable file. Nothing is half-written.
 - `EXIT_PHASE_FAILED` (3): a phase could not produce or verify its artifact.

@@ -1,9 +1,10 @@
 """The real loop on the embedded default model, through the real CLI (slow; few and real).
 
-One uninterrupted run is the reference. A second run is SIGKILLed at phase boundaries and in
-the middle of evaluation and training, and resumed after each kill; it must finish with the
-same report numbers and verdict, and without redoing phases that had finished. A third run
-whose train phase fails stops there with no report, verdict or archive.
+One uninterrupted run is the reference; `tuneloop archive reproduce` re-runs its archive and
+must get the same numbers and verdict on this machine. A second run is SIGKILLed at phase
+boundaries and in the middle of evaluation and training, and resumed after each kill; it must
+finish with the same report numbers and verdict, and without redoing phases that had finished.
+A third run whose train phase fails stops there with no report, verdict or archive.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from ..installed import tuneloop as installed_tuneloop
 
 ROOT = Path(__file__).resolve().parents[2]
 ARITH = ROOT / "examples" / "arith"
@@ -79,16 +82,37 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp / "ref" / "work"
 
 
+def test_the_archive_reproduces_identically_beside_it(reference: Path) -> None:
+    """Issue 28 item 7: the installed `tuneloop archive reproduce` re-runs the archived round
+    into ROOT/reproduce/RUN/ with its own gate ledger, and on this machine every number and the
+    verdict are the same to the last digit (exit 0); the original ledger is not touched and
+    MLflow is off for the re-run (`test_mlflow_mirrors_the_ledger` finds one model version)."""
+    archived = Path(json.loads((reference / "archive" / "archived.json").read_text())["path"])
+    ledger = reference.parent / "ledger.db"
+    before = ledger.read_bytes()
+    ran = installed_tuneloop("archive", "reproduce", archived, timeout=900)
+    assert ran.code == 0, ran.output
+    assert "same hardware" in ran.stdout, ran.stdout
+    assert ran.stdout.rstrip().splitlines()[-1].startswith("identical"), ran.stdout
+    again = archived.parent / "reproduce" / archived.name
+    assert (again / "ledger.db").is_file() and (again / "work" / "gate" / "verdict.json").is_file()
+    assert ledger.read_bytes() == before
+    assert not (again / "mlflow.db").exists()  # a check registers no model
+    print(ran.stdout)
+
+
 def test_uninterrupted_run_reports_archives_and_resumes(reference: Path) -> None:
     report = (reference / "capstone" / "report.md").read_text()
     assert "Paired Δ" in report and "## Gate" in report
     archived = json.loads((reference / "archive" / "archived.json").read_text())["path"]
     assert tuneloop("archive", "verify", archived).returncode == 0
     delta = Path(archived) / "run" / "report" / "delta.json"
-    data = bytearray(delta.read_bytes())
+    original = delta.read_bytes()
+    data = bytearray(original)
     data[10] ^= 0x01
     delta.write_bytes(bytes(data))
     bad = tuneloop("archive", "verify", archived)
+    delta.write_bytes(original)  # the module's other tests use the archive
     assert bad.returncode == 1 and "run/report/delta.json" in bad.stderr
     records = {p: (reference / p / "phase.json").read_bytes() for p in ("eval_pre", "train")}
     again = tuneloop("run", str(reference.parent.parent / "ref.yaml"))

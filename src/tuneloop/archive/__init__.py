@@ -1,11 +1,13 @@
 """Archive phase: copy a finished run with a manifest, and verify an archive byte for byte.
 
     tuneloop archive verify ROOT/RUN      # re-hash every file; exit 1 on any difference
+    tuneloop archive reproduce ROOT/RUN   # re-run it into ROOT/reproduce/RUN/ and compare
 
 `archive_run(workdir, target, run, recipe, ...)` copies a run folder (minus the entries the
 caller names in `skip`), the inputs a re-run needs (`inputs/`, as `recipe` lists them: each
 is a path, the name of its copy and the dotted config key that names it; one larger than its
-`max_copy_mb` is recorded by path and size only) and `inputs/loop.yaml`, the resolved config
+`max_copy_mb` is recorded by path and size, and pinned file by file by sha256 — `pin.py`) and
+`inputs/loop.yaml`, the resolved config
 with those keys pointed at the copies. `manifest.json` (`records.Manifest`) lists every
 file's path, size and sha256, the resolved config, code version, package versions, hardware,
 per-phase timings and the lineage (which artifact came from which inputs), all from the run
@@ -23,14 +25,18 @@ is a new round with its own run id and archive; finding the target already there
 accepted when it verifies and is this very run (a resume after a crash at the rename).
 `verify` refuses links: every archived path must be a plain file inside the archive.
 
-Reproduce a run: `tuneloop run ROOT/RUN/inputs/loop.yaml` writes into
-`ROOT/reproduce/RUN/` (outside the archived folder), then compare its
-`work/report/delta.json` with `ROOT/RUN/run/report/delta.json`.
+Reproduce a run: `tuneloop run ROOT/RUN/inputs/loop.yaml` writes into `ROOT/reproduce/RUN/`
+(outside the archived folder). `tuneloop archive reproduce ROOT/RUN` does that after checking
+the archive and its pins, and compares the two rounds (`reproduce.compare_rounds`, pure); the
+command lives in the loop (`loop/reproduce.py`), since it runs the loop and reads the report's
+and the gate's records.
 """
 
 from __future__ import annotations
 
 from tuneloop.archive.pack import MAX_MODEL_COPY_MB, ArchiveInput, Recipe, archive_run
+from tuneloop.archive.pin import check_pin, pin_input
+from tuneloop.archive.reproduce import Reproduction, RoundNumbers, compare_rounds, render
 from tuneloop.archive.verify import (
     ARCHIVED_FILE,
     ARCHIVED_RUN_DIR,
@@ -40,7 +46,7 @@ from tuneloop.archive.verify import (
     read_manifest,
     verify_archive,
 )
-from tuneloop.records.manifest import Archived, Manifest
+from tuneloop.records.manifest import Archived, InputPin, Manifest
 
 __all__ = [
     "ARCHIVED_FILE",
@@ -50,10 +56,17 @@ __all__ = [
     "MAX_MODEL_COPY_MB",
     "ArchiveInput",
     "Archived",
+    "InputPin",
     "Manifest",
     "Recipe",
+    "Reproduction",
+    "RoundNumbers",
     "archive_run",
+    "check_pin",
+    "compare_rounds",
+    "pin_input",
     "read_archived",
     "read_manifest",
+    "render",
     "verify_archive",
 ]

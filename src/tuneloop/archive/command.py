@@ -1,4 +1,5 @@
-"""`tuneloop archive …`: inspect and verify run archives."""
+"""`tuneloop archive …`: inspect and verify run archives (`reproduce` is the loop's:
+`tuneloop.loop.command.reproduce`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import typer
 
 from tuneloop.archive.verify import read_manifest, verify_archive
 
-archive_app = typer.Typer(help="Inspect and verify run archives.", no_args_is_help=True)
+archive_app = typer.Typer(help="Inspect, verify and reproduce run archives.", no_args_is_help=True)
 
 
 @archive_app.command("verify")

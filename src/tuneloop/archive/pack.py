@@ -8,10 +8,11 @@ import shutil
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
+from tuneloop.archive.pin import pin_input
 from tuneloop.archive.verify import (
     ARCHIVED_RUN_DIR,
     MANIFEST,
@@ -23,7 +24,7 @@ from tuneloop.archive.verify import (
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.provenance import code_version, stamp
 from tuneloop.records import atomic_write_text, sha256_file, write_record
-from tuneloop.records.manifest import Manifest, PhaseLineage
+from tuneloop.records.manifest import InputPin, Manifest, PhaseLineage
 from tuneloop.records.run import RunView
 
 MAX_MODEL_COPY_MB = 512
@@ -42,11 +43,16 @@ class ArchiveInput:
     """Its name under the archive's `inputs/`."""
     max_copy_mb: float | None = None
     """Copied only when at most this large; a larger one keeps its original path in the
-    config and is recorded by path and size in the manifest's `external_inputs[key]`."""
+    config, is recorded by path and size in the manifest's `external_inputs[key]`, and is
+    pinned file by file in its `pins[key]`."""
     text: str | None = None
     """Written under `name` instead of a copy of `path`: a config file whose relative paths
     the caller resolved (a verbatim copy's relative paths would resolve against `inputs/`,
     where the files they name are not)."""
+    repo_id: str | None = None
+    """The Hugging Face repo id, when `path` is a Hub cache snapshot (pinned if not copied)."""
+    revision: str | None = None
+    """That snapshot's commit."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ def archive_run(
         tmp / ARCHIVED_RUN_DIR,
         ignore=lambda d, names: [n for n in names if d == top and n in skip],
     )
-    external = _copy_inputs(recipe, tmp / "inputs", target.name)
+    kept = _copy_inputs(recipe, tmp / "inputs", target.name)
     manifest = Manifest(
         run_id=run.run_id,
         config=recipe.config,
@@ -102,10 +108,11 @@ def archive_run(
         provenance=stamp(),
         timings_s={name: rec.duration_s for name, rec in run.phases.items()},
         lineage=_lineage(run),
-        external_inputs=external,
+        external_inputs=kept.external,
         base_model_sha256=base_model_sha256,
         files=file_table(tmp),
         round=dict(recipe.round) if recipe.round is not None else None,
+        pins=kept.pins,
     )
     write_record(tmp / MANIFEST, manifest)
     digest = sha256_file(tmp / MANIFEST)
@@ -124,17 +131,25 @@ def _contained(target: Path) -> None:
         )
 
 
-def _copy_inputs(recipe: Recipe, dest: Path, run_name: str) -> dict[str, Any]:
+class _Kept(NamedTuple):
+    """What the manifest records of the inputs left where they were."""
+
+    external: dict[str, Any]
+    pins: dict[str, InputPin]
+
+
+def _copy_inputs(recipe: Recipe, dest: Path, run_name: str) -> _Kept:
     """Copy what a re-run needs and write `loop.yaml` pointing at the copies; return what is
     recorded instead of copied."""
     dest.mkdir(parents=True)
     config = copy.deepcopy(recipe.config)
-    external: dict[str, Any] = dict(recipe.notes)
+    kept = _Kept(external=dict(recipe.notes), pins={})
     for item in recipe.inputs:
         if item.max_copy_mb is not None:
             size_mb = _size_mb(item.path)
             if size_mb > item.max_copy_mb:
-                external[item.key] = {"path": str(item.path), "size_mb": round(size_mb, 1)}
+                kept.external[item.key] = {"path": str(item.path), "size_mb": round(size_mb, 1)}
+                kept.pins[item.key] = pin_input(item.path, item.repo_id, item.revision)
                 continue
         if item.text is not None:
             atomic_write_text(dest / item.name, item.text)
@@ -147,7 +162,7 @@ def _copy_inputs(recipe: Recipe, dest: Path, run_name: str) -> dict[str, Any]:
     for key, name in recipe.outputs.items():
         _set(config, key, f"{again}/{name}")
     atomic_write_text(dest / "loop.yaml", yaml.safe_dump(config, sort_keys=False))
-    return external
+    return kept
 
 
 def _size_mb(path: Path) -> float:

@@ -1,4 +1,6 @@
-"""`tuneloop run loop.yaml`: run, resume or plan the whole loop."""
+"""`tuneloop run loop.yaml`: run, resume or plan the whole loop; `tuneloop archive reproduce
+ROOT/RUN`: re-run an archived round and compare (it runs the loop, so it lives here, not in the
+archive phase; `tuneloop.cli` maps it into the `archive` group)."""
 
 from __future__ import annotations
 
@@ -83,6 +85,21 @@ def run(
         typer.echo(f"state: {RunLayout(cfg.workdir).state}", err=True)
         raise typer.Exit(EXIT_PHASE_FAILED) from None
     raise typer.Exit(print_outcome(cfg, state, runner.wall_s, runner.phase_time))
+
+
+def reproduce(
+    folder: Annotated[Path, typer.Argument(help="An archived run folder (ROOT/RUN_ID).")],
+) -> None:
+    """Re-run an archived round into ROOT/reproduce/RUN_ID/ and compare it with the original.
+
+    Compares Δ, its CI, p, the arm means and the gate decision. Refuses (exit 2, nothing run)
+    an archive that does not verify or a pinned base model whose files changed. Exit status:
+    0 identical, or different across hardware (expected; both machines are printed); 1
+    different on the same hardware (a defect).
+    """
+    from tuneloop.loop.reproduce import reproduce_archive
+
+    raise typer.Exit(reproduce_archive(folder))
 
 
 def _run_round(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuneloop.config import LoopConfig
+from tuneloop.config.hub import hub_pin
 from tuneloop.loop.corpus_data import trained_file
 from tuneloop.loop.layout import LOCK_FILE, QUARANTINE, RunLayout
 from tuneloop.loop.rounds import RoundRecord
@@ -77,7 +78,16 @@ def archive_recipe(cfg: LoopConfig) -> Recipe:
     if cfg.replay.traces is not None:
         inputs.append(ArchiveInput("replay.traces", cfg.replay.traces, "replay_traces.jsonl"))
         notes["corpus_sources"] = "paths inside corpus.yaml refer to the original machine"
-    inputs.append(ArchiveInput("base_model", cfg.base, "base_model", max_copy_mb=MAX_MODEL_COPY_MB))
+    hub = hub_pin(cfg.base)  # a Hub id was resolved to its cache snapshot at load
+    base = ArchiveInput(
+        "base_model",
+        cfg.base,
+        "base_model",
+        max_copy_mb=MAX_MODEL_COPY_MB,
+        repo_id=hub.repo_id if hub is not None else None,
+        revision=hub.revision if hub is not None else None,
+    )
+    inputs.append(base)
     lineage = read_record_if_exists(RunLayout(cfg.workdir).round_file, RoundRecord)
     return Recipe(
         round=lineage.model_dump(mode="json") if lineage is not None else None,

@@ -48,7 +48,14 @@ from tuneloop.records.disk import (
     write_json,
     write_jsonl,
 )
-from tuneloop.records.manifest import Archived, Manifest, ManifestFile, PhaseLineage
+from tuneloop.records.manifest import (
+    Archived,
+    InputPin,
+    Manifest,
+    ManifestFile,
+    PhaseLineage,
+    PinnedFile,
+)
 from tuneloop.records.sqlite import SqliteFile, open_sqlite, transaction
 from tuneloop.records.trace import Trace
 
@@ -56,9 +63,11 @@ __all__ = [
     "RECORDS",
     "Archived",
     "CorpusProvenance",
+    "InputPin",
     "Manifest",
     "ManifestFile",
     "PhaseLineage",
+    "PinnedFile",
     "Record",
     "SqliteFile",
     "Trace",

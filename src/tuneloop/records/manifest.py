@@ -1,7 +1,8 @@
-"""The archive's records: `manifest.json` (`tuneloop.manifest/1`) and `archived.json`.
+"""The archive's records: `manifest.json` (`tuneloop.manifest/3`) and `archived.json`.
 
 The manifest's JSON shape is the one archives have carried since version 1 (field order
-included), so an existing archive reads and verifies unchanged.
+included); each version only added fields at the end, with defaults, so an existing archive
+reads and verifies unchanged.
 """
 
 from __future__ import annotations
@@ -28,6 +29,30 @@ class ManifestFile(_Part):
     """sha256 of the file's bytes."""
 
 
+class PinnedFile(_Part):
+    """One file of an input that was recorded instead of copied."""
+
+    sha256: str
+    """sha256 of the file's bytes when the run was archived."""
+    size: int
+    """Size in bytes."""
+
+
+class InputPin(_Part):
+    """An input too large to copy (a base model), pinned so that a re-run can check it is
+    reading the very same files."""
+
+    path: str
+    """Where it was when the run was archived (a Hugging Face cache snapshot for a Hub id)."""
+    repo_id: str | None = None
+    """The Hugging Face repo id, when `path` is a snapshot in a Hub cache."""
+    revision: str | None = None
+    """The snapshot's commit, when `path` is a snapshot in a Hub cache."""
+    files: dict[str, PinnedFile]
+    """Every file in it (weights, config, tokenizer, …): path relative to `path` (POSIX
+    separators; the file's own name for a single file) → sha256 and size."""
+
+
 class PhaseLineage(_Part):
     """Which artifacts one finished phase produced, from which inputs."""
 
@@ -43,8 +68,10 @@ class Manifest(Record):
     """Everything an archive holds, and what a re-run needs to reproduce it."""
 
     KIND = "manifest"
-    VERSION = 2
-    """v2: `round`, the flywheel round's lineage."""
+    VERSION = 3
+    """v2: `round`, the flywheel round's lineage. v3: `pins`, the files of each input recorded
+    instead of copied (a large base model), by sha256, and the Hub repo and commit it came
+    from; a v1 or v2 manifest reads with no pins."""
 
     run_id: str | None
     """The run (round) archived."""
@@ -67,6 +94,10 @@ class Manifest(Record):
     round: dict[str, Any] | None = None
     """A flywheel round's lineage (`round.json`: parent champion version and descriptor,
     bootstrap or not, gate slice, trigger); None for a one-off run."""
+    pins: dict[str, InputPin] = {}
+    """Config key (`base_model`) → the pin of the input it names, for each input recorded in
+    `external_inputs` instead of copied; `tuneloop archive reproduce` refuses to run when the
+    files there differ."""
 
 
 class Archived(Record):
