@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = SRC / "tuneloop"
 
 PHASES = {"serve", "evaluate", "train", "data", "replay", "report", "gate", "archive", "tracking"}
-SHARED = {"scorers", "stats", "client", "envs", "scrub", "serving"}
+SHARED = {"scorers", "stats", "client", "envs", "scrub", "serving", "memory"}
 CORE = {
     "config",
     "records",

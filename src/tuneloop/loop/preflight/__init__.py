@@ -32,10 +32,19 @@ item differences comes from the round's own eval_pre log when it exists (as `tun
 does with one pilot log); otherwise from a stated conservative assumption (see
 `ASSUMED_SD_DIFF`). A warning never changes the exit status.
 
-Deliberately not checked here: anything that needs a model, a server or the network.
+Memory is planned before compute (`capacity.py`): from the base's config.json and the
+round's settings, the peak of training and of serving (`tuneloop.memory`: weights, gradients,
+AdamW, activations, the LM head's tiles, KV cache, runtime) against this machine's RAM or
+GPU; a note when it fits, an error under the setting at fault naming the settings that would
+fit when it cannot.
+
+Deliberately not checked here: anything that needs a model's weights, a server or the
+network.
 
 `checks.py` holds every check and the shell that locates findings in the YAML; `findings.py`
-the `Findings` every check adds to; `gate_power.py` the power warning.
+the `Findings` every check adds to; `gate_power.py` the power warning; `capacity.py` the
+memory check, with `training_fit.py`, `serving_fit.py`, `row_tokens.py` and `machine.py` below
+it.
 """
 
 from tuneloop.loop.preflight.checks import check_before_compute, flywheel_problems, preflight

@@ -19,6 +19,7 @@ from tuneloop.errors import InputError, did_you_mean
 from tuneloop.loop.corpus_data import output_problems, replay_problems, replay_unused
 from tuneloop.loop.integrity import changed_items_problem  # how load_config names a key
 from tuneloop.loop.layout import ledger_path
+from tuneloop.loop.preflight.capacity import check_memory
 from tuneloop.loop.preflight.findings import Findings
 from tuneloop.loop.preflight.gate_power import check_power
 from tuneloop.loop.preflight.model import check_model
@@ -76,7 +77,10 @@ def preflight(cfg: LoopConfig) -> Findings:
     _check_training(cfg, found)
     _check_flywheel(cfg, found)
     suite = _load_suite(cfg, found)
+    refused = len(found.errors)
     check_model(cfg, suite, found)
+    if len(found.errors) == refused:  # a base the model check refuses is not sized
+        check_memory(cfg, suite, found)
     if suite is not None:
         gate_items = _check_slices(cfg, suite, found)
         if gate_items:

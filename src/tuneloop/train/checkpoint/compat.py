@@ -11,7 +11,8 @@ own Jinja renderer around a sentinel reply, and the text after it tokenized with
 system role and tools. `with_modules(facts)` adds what needs the model's modules, built on the
 meta device (nothing allocated): the parameter count and the modules LoRA's `all-linear`
 resolves to (PEFT's rule: every linear layer but the output head), grouped by name, so a user
-sees `q_proj, k_proj, …` or Phi-3's fused `qkv_proj`.
+sees `q_proj, k_proj, …` or Phi-3's fused `qkv_proj`. `read_shape(MODEL_DIR)` reads the
+numbers memory planning needs (`tuneloop.memory.model_shape`) from the same config.json.
 
 A folder that cannot be read this way is an `InputError` naming the file: a config.json that
 is not JSON or names an architecture transformers does not know, a tokenizer without its
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.errors import InputError
+from tuneloop.memory import ModelShape, model_shape
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")
 SENTINEL = "SENTINEL-REPLY-4711"
@@ -408,6 +410,12 @@ def _sliding(config: dict[str, Any]) -> int | None:
     if isinstance(window, int) and window > 0 and (not types or "sliding_attention" in types):
         return window
     return None
+
+
+def read_shape(model_dir: Path) -> ModelShape | None:
+    """The numbers of `model_dir`'s config.json that memory estimates need
+    (`tuneloop.memory.model_shape`); None when it lacks them."""
+    return model_shape(_json(Path(model_dir) / "config.json"))
 
 
 def with_modules(facts: ModelFacts) -> ModelFacts:
