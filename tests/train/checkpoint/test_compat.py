@@ -60,6 +60,7 @@ def test_the_real_tekken_vocabulary_and_the_families_shapes(
     assert moe.experts == 4 and moe.lora_targets == ("q_proj", "k_proj", "v_proj", "o_proj")
     gemma = read_facts(family_model("gemma3"))
     assert gemma.sliding_window == 16
+    assert read_facts(family_model("qwen2")).sliding_window is None  # use_sliding_window: false
     gpt2 = with_modules(read_facts(family_model("gpt2")))
     assert gpt2.chat_template is None and gpt2.tools == "none"
     assert gpt2.lora_targets == ("c_attn", "c_proj", "c_fc")  # GPT-2's Conv1D layers

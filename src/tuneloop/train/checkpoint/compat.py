@@ -405,6 +405,8 @@ def _experts(config: dict[str, Any]) -> int | None:
 
 
 def _sliding(config: dict[str, Any]) -> int | None:
+    if config.get("use_sliding_window") is False:
+        return None  # Qwen2 and Qwen3 name a window they do not use
     window = config.get("sliding_window")
     types = config.get("layer_types") or []
     if isinstance(window, int) and window > 0 and (not types or "sliding_attention" in types):
