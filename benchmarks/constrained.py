@@ -6,8 +6,11 @@ structured-output backend) — on one JSON schema, per vocabulary:
 - `tekken`: Mistral's tekken vocabulary (131,072 byte tokens), from the `mistral_common`
   package's data (the vLLM environment has it: `scripts/setup --vllm`), no download.
 
-Run: `python benchmarks/constrained.py [--runs 5] [--tekken PATH]`. xgrammar is not a
-dependency of tuneloop: `pip install '.[bench]'` installs it (it pulls in triton). For each
+Run: `.venv-vllm/bin/python benchmarks/constrained.py [--runs 5] [--tekken PATH]`, after
+`scripts/setup --bench`. xgrammar is not a dependency of tuneloop and is not in .venv: it
+declares triton (1 GB, with no CPU backend), so it lives in the vLLM environment, which has
+llguidance, torch, transformers and mistral_common too (this script imports nothing of
+tuneloop's). Without xgrammar or the Tekken data it exits 2 before measuring. For each
 engine it prints the one-time tokenizer build, the first mask and the first whole answer
 (lazily built tables are paid there), the schema compile, the mask cost per token over the
 answer (median of `--runs` more), and a second, new schema from compile to last token —
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from peers import SETUP, refuse, require  # benchmarks/ is on sys.path when run
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = {
@@ -215,20 +219,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tekken", type=Path, default=None)
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    vocabularies = {"demo": demo_vocab()}
+    how = f"{SETUP}` and run this with `.venv-vllm/bin/python benchmarks/constrained.py"
+    require("xgrammar", how=how)
     tekken = find_tekken(args.tekken)
     if tekken is None:
-        print("tekken: mistral_common's data not found (scripts/setup --vllm, or --tekken PATH)")
-    else:
-        vocabularies["tekken"] = tekken_vocab(tekken)
+        refuse("mistral_common's Tekken data is not found (or give --tekken PATH)", how)
+    torch.set_num_threads(1)
+    vocabularies = {"demo": demo_vocab(), "tekken": tekken_vocab(tekken)}
     for name, (tokens, special) in vocabularies.items():
         print(f"\n{name}: {len(tokens):,} tokens")
-        results = {"llguidance": llguidance_arm(tokens, special, args.runs)}
-        try:
-            results["xgrammar"] = xgrammar_arm(tokens, special, args.runs)
-        except ImportError:
-            print("  xgrammar: not installed (pip install '.[bench]')")
+        results = {
+            "llguidance": llguidance_arm(tokens, special, args.runs),
+            "xgrammar": xgrammar_arm(tokens, special, args.runs),
+        }
         for engine, r in results.items():
             print(
                 f"  {engine:10s} tokenizer {r['tokenizer_s'] * 1e3:8.1f} ms   first mask "
@@ -237,12 +240,11 @@ def main() -> None:
                 f"per token {r['per_token_s'] * 1e3:6.3f} ms   new schema "
                 f"{r['new_schema_s'] * 1e3:7.1f} ms"
             )
-        if len(results) == 2:
-            ll, xg = results["llguidance"], results["xgrammar"]
-            print(
-                f"  xgrammar / llguidance: per token {xg['per_token_s'] / ll['per_token_s']:.2f}x, "
-                f"new schema {xg['new_schema_s'] / ll['new_schema_s']:.1f}x"
-            )
+        ll, xg = results["llguidance"], results["xgrammar"]
+        print(
+            f"  xgrammar / llguidance: per token {xg['per_token_s'] / ll['per_token_s']:.2f}x, "
+            f"new schema {xg['new_schema_s'] / ll['new_schema_s']:.1f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from minhash_peers import near_duplicates_datasketch  # benchmarks/ is on sys.path when run
+from peers import require  # benchmarks/ is on sys.path when run
 
 from tuneloop.data.corpus import build_corpus
 from tuneloop.data.decontam import (
@@ -115,6 +116,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
     args = parser.parse_args()
+    require("datasketch", what="datasketch (the plain MinHash loop)")
     traces = make_traces(args.n)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

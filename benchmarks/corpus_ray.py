@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from peers import require  # benchmarks/ is on sys.path when run
+
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "examples" / "arith" / "suite.jsonl"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -71,6 +73,7 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray cluster")
     parser.add_argument("--batch-size", type=int, default=8192)
     args = parser.parse_args()
+    require("ray", what="Ray Data")
 
     import ray
 

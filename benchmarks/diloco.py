@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from peers import require  # benchmarks/ is on sys.path when run
+
 from tuneloop.config import TrainConfig
 from tuneloop.train.distributed import run_ddp, run_diloco
 
@@ -50,6 +52,7 @@ def main() -> None:
     ap.add_argument("--outer-lr", type=float, default=0.5)
     ap.add_argument("--outer-momentum", type=float, default=0.5)
     args = ap.parse_args()
+    require("torchft")
     s = settings(args)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

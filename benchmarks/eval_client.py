@@ -4,13 +4,19 @@
     .venv/bin/python benchmarks/eval_client.py --delay-ms 20 --concurrency 64
     .venv/bin/python benchmarks/eval_client.py --endpoint http://127.0.0.1:8000 --model tiny
 
-All three clients send the same chat requests (one per item × sample) at the same concurrency
+All the clients send the same chat requests (one per item × sample) at the same concurrency
 to the same server in the same run, in interleaved rounds; the median of the rounds is
-reported. Goals: tuneloop ≥ 1.5× lm-eval's `local-chat-completions` (`pip install
-'tuneloop[bench]'`), and ≥ 95% of the server's raw capacity, measured by the bare httpx loop
-(no scoring, no log). tuneloop's number includes everything the runner does: scoring, the
-fsynced sample log and the summary. By default the server is a tiny uvicorn app in its own
-process (so it does not share the client's GIL) answering instantly or after `--delay-ms`.
+reported. Goals: tuneloop ≥ 1.5× lm-eval's `local-chat-completions` (installed by
+`scripts/setup --bench`; without it this exits 2 before measuring), and, on the instant
+server, ≥ 0.8 of the server's raw capacity as the best bare loop (httpx, or asyncio streams:
+no scoring, no log) sees it, at ≤ 120 µs of client CPU a sample (issue 35). tuneloop's number
+includes everything the runner does: scoring, redaction, the fsynced sample log and the
+summary. By default the server is a tiny uvicorn app in its own process (so it does not share
+the client's GIL) answering instantly or after `--delay-ms`.
+
+Read the CPU per sample first: it is robust to other load on the machine, which throughput is
+not. On 2 cores the server and the client each take one, so on the instant server tuneloop's
+throughput is its CPU per sample's inverse, and the bare loops' is the server's.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import time
 from pathlib import Path
 
 import httpx
+from peers import require  # benchmarks/ is on sys.path when run
 
 REPLY = json.dumps(
     {
@@ -241,6 +248,7 @@ def main() -> None:
     if args.serve:
         serve(args.serve, args.delay_ms / 1000)
         return
+    require("lm_eval", what="lm-eval (the peer `local-chat-completions`)")
     server, url = (
         (None, args.endpoint.rstrip("/")) if args.endpoint else start_server(args.delay_ms)
     )
@@ -281,8 +289,12 @@ def report(runners: dict, args: argparse.Namespace) -> None:
                 continue
             try:
                 results[name].append(fn())
-            except Exception as err:  # report why a peer could not run, keep the others
+            except Exception as err:  # an arm that fails leaves no table: say why, exit 1
                 errors[name] = f"{type(err).__name__}: {err}"[:300]
+    if errors:
+        for name, err in errors.items():
+            print(f"  {name:32s} could not run: {err}", file=sys.stderr)
+        raise SystemExit(1)
     print(
         f"\n{args.items} items × {args.n_samples} samples, concurrency {args.concurrency}, "
         f"server delay {args.delay_ms} ms, {args.rounds} rounds (median), "
@@ -296,13 +308,12 @@ def report(runners: dict, args: argparse.Namespace) -> None:
             f"  {name:32s} {rate[name]:8.0f} samples/s  {cpu[name]:7.0f} µs CPU/sample"
             f"   rounds: {rounds}"
         )
-    for name, err in errors.items():
-        print(f"  {name:32s} could not run: {err}")
     raw = max((v for k, v in rate.items() if k.startswith("raw")), default=None)
     if "tuneloop" in rate and raw:
         print(
-            f"tuneloop / raw capacity (best bare loop): {rate['tuneloop'] / raw:.3f}  (goal ≥ 0.95)"
+            f"tuneloop / raw capacity (best bare loop): {rate['tuneloop'] / raw:.3f}  (goal ≥ 0.8)"
         )
+        print(f"tuneloop CPU per sample:                  {cpu['tuneloop']:.0f} µs  (goal ≤ 120)")
     lm = "lm-eval local-chat-completions"
     if "tuneloop" in rate and lm in rate:
         print(

@@ -13,9 +13,10 @@ rollouts/s and generated tokens/s over the steps, and the share of step time gen
 
 The vLLM arm builds the same trainer with `use_vllm=True, vllm_mode="server"` against a
 `trl vllm-serve` endpoint. TRL's client needs the `vllm` package importable in the training
-environment (its weight sync uses vLLM's NCCL communicator, CUDA only); with vLLM living in its
-own environment (`.venv-vllm`, `transformers<5.20`), the arm prints the error TRL raises
-instead of a figure, and no ratio.
+environment (its weight sync uses vLLM's NCCL communicator, CUDA only), and vLLM lives in its
+own environment here (`.venv-vllm`, `transformers<5.20`): on a CPU machine the default
+`--peer vllm` exits 2 before measuring, saying so, and `--peer none` measures the in-process
+rollouts alone.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from peers import missing, refuse  # benchmarks/ is on sys.path when run
 from transformers import TrainerCallback
 
 from tuneloop.config import TrainConfig
@@ -126,8 +128,17 @@ def main() -> None:
     ap.add_argument("--group-size", type=int, default=8)
     ap.add_argument("--max-completion-length", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    ap.add_argument("--peer", choices=["vllm", "none"], default="vllm")
     args = ap.parse_args()
     import torch
+
+    if args.peer == "vllm" and (missing("vllm") or not torch.cuda.is_available()):
+        refuse(
+            "TRL's vLLM server mode needs `vllm` importable beside TRL (here it lives in "
+            ".venv-vllm, pinned to transformers<5.20) and a CUDA GPU for its weight sync",
+            how="a CUDA machine whose training environment has vllm; `--peer none` measures "
+            "tuneloop's in-process rollouts alone",
+        )
 
     torch.set_num_threads(args.threads)
     quiet()
@@ -135,7 +146,7 @@ def main() -> None:
     s = settings(args)
     with tempfile.TemporaryDirectory() as tmp:
         steps = in_process(args.model, rows, s, Path(tmp) / "in-process")
-        vllm = vllm_arm(args.model, rows, s, Path(tmp) / "vllm")
+        vllm = vllm_arm(args.model, rows, s, Path(tmp) / "vllm") if args.peer == "vllm" else None
     kept = steps.rows[WARMUP:]
     rollouts = statistics.median(r["completions"] / r["gen_s"] for r in kept)
     tokens = statistics.median(r["tokens"] / r["gen_s"] for r in kept)
@@ -150,8 +161,9 @@ def main() -> None:
         f"in-process generation: {rollouts:.1f} rollouts/s, {tokens:.1f} generated tokens/s "
         f"(medians); generation is {100 * share:.0f}% of the step time"
     )
-    print(f"TRL vLLM server mode: {vllm}")
-    print("ratio vLLM / in-process: n/a (no vLLM arm on this machine)")
+    if vllm is not None:
+        print(f"TRL vLLM server mode: {vllm}")
+        print("ratio vLLM / in-process: n/a (the arm is built, not yet timed)")
 
 
 if __name__ == "__main__":

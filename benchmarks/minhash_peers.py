@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from peers import require  # benchmarks/ is on sys.path when run
 
 from tuneloop.data.dedup import LshParams, lsh_duplicates, shingles, signatures
 
@@ -195,6 +196,7 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument("--repeat", type=int, default=3, help="timed runs; the best is kept")
     args = parser.parse_args()
+    require("datasketch", "rensa")
     params = LshParams(threshold=args.threshold)
     texts = make_texts(args.n)
     sets = [shingles(t, params.shingle_size) for t in texts]

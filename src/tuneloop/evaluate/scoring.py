@@ -20,17 +20,19 @@ from tuneloop.scorers.agent import score_sample
 from tuneloop.scorers.resolve import ResolvedScorer, ScorerResolver
 
 
+def _call(
+    scorer: ResolvedScorer, item: dict[str, Any], text: str, trace: AgentTrace | None
+) -> Score:
+    return score_sample(scorer, item, trace) if trace is not None else scorer.fn(item, text)
+
+
 async def score_one(
     scorer: ResolvedScorer, item: dict[str, Any], text: str, trace: AgentTrace | None
 ) -> Score:
     """One scorer on one sample (see the module docstring)."""
-
-    def call() -> Score:
-        return score_sample(scorer, item, trace) if trace is not None else scorer.fn(item, text)
-
     if scorer.inline:  # registered as fast, with plain-JSON details
-        return call()
-    result = await asyncio.to_thread(call)
+        return _call(scorer, item, text, trace)
+    result = await asyncio.to_thread(_call, scorer, item, text, trace)
     return Score(result.value, json.loads(json.dumps(result.detail, default=str)))
 
 
@@ -43,7 +45,10 @@ async def score_all(
 ) -> tuple[Score, dict[str, float]]:
     """(the item's own score, the further metrics by name); a scorer's exception propagates."""
     own = resolver.resolve(item)
-    result = await score_one(own, item, text, trace)
+    if own.inline:  # called here rather than through score_one: one coroutine less a sample
+        result = _call(own, item, text, trace)
+    else:
+        result = await score_one(own, item, text, trace)
     values = {}
     for name in metrics:
         if name != own.name:  # the row's own score already is that output

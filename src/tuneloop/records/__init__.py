@@ -33,11 +33,13 @@ from tuneloop.records.catalog import RECORDS, record_class, record_classes
 from tuneloop.records.corpus import CorpusProvenance
 from tuneloop.records.disk import (
     append_jsonl,
+    append_lines,
     atomic_write_bytes,
     atomic_write_text,
     canonical_json,
     fsync_dir,
     iter_jsonl,
+    jsonl_line,
     read_json,
     read_jsonl,
     repair_jsonl_tail,
@@ -47,6 +49,7 @@ from tuneloop.records.disk import (
     sha256_tree,
     write_json,
     write_jsonl,
+    write_lines,
 )
 from tuneloop.records.manifest import (
     Archived,
@@ -72,12 +75,14 @@ __all__ = [
     "SqliteFile",
     "Trace",
     "append_jsonl",
+    "append_lines",
     "atomic_write_bytes",
     "atomic_write_text",
     "canonical_json",
     "check_schema",
     "fsync_dir",
     "iter_jsonl",
+    "jsonl_line",
     "open_sqlite",
     "parse_record",
     "read_json",
@@ -94,6 +99,7 @@ __all__ = [
     "transaction",
     "write_json",
     "write_jsonl",
+    "write_lines",
     "write_record",
 ]
 

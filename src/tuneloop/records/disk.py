@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,21 +107,39 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [obj for _, obj in iter_jsonl(path)]
 
 
+_JSONL = json.JSONEncoder(ensure_ascii=False)
+"""`json.dumps(row, ensure_ascii=False)` without building an encoder per row (hot in evaluate)."""
+
+
+def jsonl_line(row: dict[str, Any]) -> str:
+    """One row as a JSONL line (without its newline), as `append_jsonl` writes it."""
+    return _JSONL.encode(row)
+
+
 def append_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     """Append rows and fsync, so that a finished row survives a crash."""
+    append_lines(path, [jsonl_line(r) for r in rows])
+
+
+def append_lines(path: Path, lines: Sequence[str]) -> None:
+    """`append_jsonl` for rows already serialized (`jsonl_line`), one per line."""
+    if not lines:
+        return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    if not payload:
-        return
     with path.open("a", encoding="utf-8") as fh:
-        fh.write(payload)
+        fh.write("\n".join(lines) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    write_lines(path, [jsonl_line(r) for r in rows])
+
+
+def write_lines(path: Path, lines: Sequence[str]) -> None:
+    """Replace `path` atomically with these serialized rows (`jsonl_line`), one per line."""
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
 
 
 def repair_jsonl_tail(path: Path) -> int:

@@ -66,7 +66,8 @@ class ScorerResolver:
 
     def named(self, name: str, args: Mapping[str, Any] | None = None) -> ResolvedScorer:
         """Scorer `name`, whatever the item names (the eval's further `metrics`)."""
-        key = f"{name}:{json.dumps(dict(args or {}), sort_keys=True)}"
+        # no arguments (every eval sample): the name is the key, with no JSON encoded per call
+        key = f"{name}:{json.dumps(dict(args), sort_keys=True)}" if args else name
         if key not in self._built:
             factory = self._get(name)
             self._built[key] = ResolvedScorer(
