@@ -1,6 +1,6 @@
 """A model folder's metadata without weights, for tests whose phases never load a model.
 
-Preflight reads a base's config, tokenizer and chat template (`train/checkpoint/compat.py`);
+Preflight reads a base's config, tokenizer and chat template (`train/checkpoint/compat/`);
 tests that run fake phases (or stop before compute) still need a base that reads as a real
 chat model. `write_model_files` writes one: a Qwen2 config.json, a five-token `tokenizers`
 vocabulary with `<|im_end|>` as its special end of turn, and a ChatML template.

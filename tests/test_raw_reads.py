@@ -54,8 +54,8 @@ NOT_ARTIFACTS: dict[tuple[str, str], str] = {
         "build_overlay",
     ): "a Hugging Face tokenizer_config.json (written by transformers), its template dropped",
     (
-        "train/checkpoint/compat.py",
-        "_json",
+        "train/checkpoint/compat/template.py",
+        "hf_json",
     ): "a Hugging Face checkpoint's config, tokenizer and generation JSON (not ours)",
     (
         "serve/backends.py",

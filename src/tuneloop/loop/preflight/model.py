@@ -1,7 +1,7 @@
 """The model check of a preflight: what the base is, and whether this round can use it.
 
 Reads the base's config, tokenizer, chat template (or `model.chat_template`) and generation
-config (`train/checkpoint/compat.py`; no weights, no torch) and reports them as notes, the lines
+config (`train/checkpoint/compat/`; no weights, no torch) and reports them as notes, the lines
 `tuneloop check` prints. Errors, each under the key to change:
 
 - the folder cannot be read as a causal LM: an architecture transformers does not know, a

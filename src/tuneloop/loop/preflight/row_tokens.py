@@ -3,7 +3,7 @@
 The longest training row (SFT: the whole conversation; DPO: the prompt with its longer reply;
 GRPO and composite: the prompt) and the longest suite prompt are rendered through the chat
 template as training and serving render them, and counted by the base's tokenizer
-(`train/checkpoint/compat.py`: `tokenizers` and Jinja, no torch). Only the `SAMPLE` longest
+(`train/checkpoint/compat/`: `tokenizers` and Jinja, no torch). Only the `SAMPLE` longest
 by characters are rendered, which keeps `check` at a second on a large file: the longest in
 characters is the longest in tokens up to a few tokens of template. Offered tools count as
 their JSON. A plain `prompt` item (completion mode) counts its UTF-8 bytes when there is no
