@@ -1,6 +1,6 @@
 """The memory check of a preflight: whether training and serving the base fit this machine.
 
-    check_memory(cfg, suite, found)     # notes; errors naming the settings that would fit
+    check_memory(cfg, suite, found, tokens)   # notes; errors naming the settings that would fit
 
 Reads the base's shape (`compat.read_shape`: config.json, no weights, no torch), the
 sequence lengths (`row_tokens.py`) and the machine (`machine.py`), unpacks the config
@@ -33,10 +33,14 @@ from tuneloop.loop.preflight.serving_fit import check_embedded, check_vllm, embe
 from tuneloop.loop.preflight.training_fit import describe, estimate, fixes, need, processes
 from tuneloop.memory import ModelShape, gib
 from tuneloop.suite import Suite
-from tuneloop.train.checkpoint.compat import TemplateTokens, read_shape, template_tokens
+from tuneloop.train.checkpoint.compat import TemplateTokens, read_shape
 
 
-def check_memory(cfg: LoopConfig, suite: Suite | None, found: Findings) -> None:
+def check_memory(
+    cfg: LoopConfig, suite: Suite | None, found: Findings, tokens: TemplateTokens | None
+) -> None:
+    """Size training and serving against the machine; `tokens` is the template and tokenizer
+    the model check read (None without a template: lengths fall back to the config's bounds)."""
     base = cfg.base_model if isinstance(cfg.base_model, Path) else cfg.flywheel.bootstrap
     if base is None or not (base / "config.json").is_file():
         return
@@ -47,11 +51,6 @@ def check_memory(cfg: LoopConfig, suite: Suite | None, found: Findings) -> None:
     if shape is None:
         return
     machine = read_machine()
-    template = cfg.model.chat_template
-    try:
-        tokens, _, _ = template_tokens(base, template if template and template.is_file() else None)
-    except InputError:
-        tokens = None  # the model check reports it; lengths fall back to the config's bounds
     if not cfg.merge.zero_adapter:
         _check_training(cfg, shape, machine, found, tokens)
     if suite is not None:

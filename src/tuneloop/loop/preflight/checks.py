@@ -78,9 +78,9 @@ def preflight(cfg: LoopConfig) -> Findings:
     _check_flywheel(cfg, found)
     suite = _load_suite(cfg, found)
     refused = len(found.errors)
-    check_model(cfg, suite, found)
+    tokens = check_model(cfg, suite, found)
     if len(found.errors) == refused:  # a base the model check refuses is not sized
-        check_memory(cfg, suite, found)
+        check_memory(cfg, suite, found, tokens)
     if suite is not None:
         gate_items = _check_slices(cfg, suite, found)
         if gate_items:

@@ -16,12 +16,15 @@ config (`train/checkpoint/compat/`; no weights, no torch) and reports them as no
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError
 from tuneloop.loop.preflight.findings import Findings
 from tuneloop.suite import Suite
+
+if TYPE_CHECKING:
+    from tuneloop.train.checkpoint.compat import TemplateTokens
 
 CHAT_METHODS = frozenset({"sft", "grpo", "dpo", "composite"})
 """The built-in methods, which all render their rows through the chat template."""
@@ -33,23 +36,25 @@ FIXES = (
 )
 
 
-def check_model(cfg: LoopConfig, suite: Suite | None, found: Findings) -> None:
+def check_model(cfg: LoopConfig, suite: Suite | None, found: Findings) -> TemplateTokens | None:
+    """Report the base's facts and problems; return the template and tokenizer it read (None
+    without a template, or when the base was not read), for the memory check to reuse."""
     from tuneloop.train.checkpoint.compat import read_facts, template_tokens
 
     base = cfg.base_model if isinstance(cfg.base_model, Path) else cfg.flywheel.bootstrap
     if base is None or not (base / "config.json").is_file():
-        return  # `champion` without a bootstrap, or a path _check_paths reported
+        return None  # `champion` without a bootstrap, or a path _check_paths reported
     template = cfg.model.chat_template
     if template is not None and not template.is_file():
         found.error("model.chat_template", f"{template}: not found")
-        return
+        return None
     try:
         facts = read_facts(base, template)
         tokens, _, _ = template_tokens(base, template)
     except InputError as err:
         key = "model.chat_template" if str(err).startswith("model.chat_template") else "base_model"
         found.error(key, str(err).removeprefix("model.chat_template: "))
-        return
+        return None
     for line in facts.summary():
         found.note(line)
     for problem in facts.problems:
@@ -70,8 +75,9 @@ def check_model(cfg: LoopConfig, suite: Suite | None, found: Findings) -> None:
                 "rows through one: give it one with `model.chat_template: FILE` (a Jinja "
                 "template; its sha256 joins the base's in every record)",
             )
-        return
+        return None
     _check_renders(tokens, chats, cfg, found)
+    return tokens
 
 
 def _check_renders(tokens: Any, chats: list[Any], cfg: LoopConfig, found: Findings) -> None:
