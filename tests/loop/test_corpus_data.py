@@ -217,3 +217,86 @@ def test_the_restated_output_names_are_the_corpus_builds_own() -> None:
         GRPO_FILE,
         PREF_FILE,
     )
+
+
+def test_the_data_phase_bands_by_the_base_it_serves(tmp_path, monkeypatch) -> None:
+    """`bands.champion.serve: base`: the data phase serves the round's base with the loop's
+    serve settings while it samples, the corpus keeps the prompts by that model's pass rate,
+    and the base is an input of the phase (a new base bands again)."""
+    import contextlib
+
+    from tests.replay.conftest import FakeTeachers, TeacherServer
+    from tuneloop.endpoint import Endpoint
+
+    lines = [
+        {
+            "request": {"messages": [{"role": "user", "content": q}]},
+            "response": {"id": f"r{i}", "choices": [{"index": 0, "message": m}]},
+            "answer": a,
+            "scorer": "numeric",
+        }
+        for i, (q, a) in enumerate([("What is 500 + 2?", "502"), ("What is 600 + 3?", "603")])
+        for m in [{"role": "assistant", "content": "0"}]
+    ]
+    (tmp_path / "log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (tmp_path / "corpus.yaml").write_text(
+        "sources: [{path: log.jsonl}]\nfilter: {keep_unrated: true}\ngrpo: {scorer: numeric}\n"
+        "bands:\n  champion: {serve: base, samples: 3}\n  outputs: [grpo]\n"
+        "  edges: [0, 1]\n  keep: [easy, medium]\n"
+    )
+    server = TeacherServer(FakeTeachers())  # "even" answers right when the sum is even
+    served: list[tuple[Any, ...]] = []
+
+    @contextlib.contextmanager
+    def serving(model: Any, config: Any, **kw: Any) -> Any:
+        served.append((model, config.backend, kw["arm"]))
+        yield Endpoint(server.url, "even", None, pid=None)
+
+    monkeypatch.setattr("tuneloop.serving.serving", serving)
+    try:
+        config = fakeloop.write_config(
+            tmp_path,
+            data={"corpus": str(tmp_path / "corpus.yaml")},
+            train={"method": "grpo"},
+            serve={"backend": "embedded"},
+            gate={"enabled": False},  # two rounds, one suite: no gate slice to look at twice
+        )
+        seen = fakeloop.run_with_train_adapter(config, monkeypatch)
+        rows = [json.loads(x) for x in seen["data"].read_text().splitlines()]
+        # 500 + 2 = 502 is even: always right (kept, easy); 603 never (hard, dropped)
+        assert [(r["messages"][0]["content"], r["band"], r["pass_rate"]) for r in rows] == [
+            ("What is 500 + 2?", "easy", 1.0)
+        ]
+        assert served == [(tmp_path / "base", "embedded", "pre")]
+        assert server.state.calls_for("even") == 6  # 2 prompts × 3 samples
+        state = json.loads((tmp_path / "work" / "state.json").read_text())
+        assert state["phases"]["data"]["notes"]["banded_by"]["model"] == str(tmp_path / "base")
+        # a new base is a new champion: its pass rates are sampled again
+        (tmp_path / "base" / "weights.bin").write_bytes(b"new-weights")
+        fakeloop.run_with_train_adapter(config, monkeypatch)
+        assert len(served) == 2 and server.state.calls_for("even") == 12
+    finally:
+        server.stop()
+
+
+def test_a_given_warmup_file_is_filtered_against_the_loop_suite(tmp_path) -> None:
+    from tuneloop.loop.corpus_data import WARMUP_FILTERED, decontaminated_given
+
+    rows = [
+        {"messages": [{"role": "user", "content": "What is 500 + 2?"}], "answer": "502"},
+        {"messages": [{"role": "user", "content": LEAK}], "answer": "8"},
+    ]
+    warm = tmp_path / "warm.jsonl"
+    warm.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    train = {"method": "grpo", "sft_warmup_steps": 5, "sft_warmup_data": str(warm)}
+    folder = tmp_path / "train"
+    folder.mkdir()
+    given = decontaminated_given(_cfg(tmp_path, train=train), folder)
+    assert given == {"sft_warmup_data": folder / WARMUP_FILTERED}
+    assert given["sft_warmup_data"].read_text().splitlines() == [json.dumps(rows[0])]
+    report = json.loads((folder / REPORT).read_text())
+    assert report["sft_warmup_data"]["path"] == str(warm)
+    assert [r["line"] for r in report["sft_warmup_data"]["removed"]] == [2]
+    # no warm-up steps: the file is not read, so not matched either
+    idle = _cfg(tmp_path, train={**train, "sft_warmup_steps": 0})
+    assert decontaminated_given(idle, tmp_path / "nowhere") == {}

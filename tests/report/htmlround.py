@@ -1,7 +1,8 @@
 """A round whose report.html has everything to look at, in seconds: the real phase table with
 fake model phases (tests/loop/fakeloop.py), whose answers are numbers with finish reasons, a
-few broken items besides the fixed ones, a training log, and one post completion that tries
-to run a script (the XSS canary). report, gate and capstone are the real phases.
+few broken items besides the fixed ones, a training log (SFT, then a GRPO run that collapsed
+and was walked back), and one post completion that tries to run a script (the XSS canary).
+report, gate and capstone are the real phases.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from tuneloop.config import load_config
 from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.layout import slice_ids
 from tuneloop.loop.runner import Runner, Selection
-from tuneloop.records import append_jsonl, iter_jsonl, parse_record, write_jsonl
+from tuneloop.records import append_jsonl, iter_jsonl, parse_record, write_jsonl, write_record
+from tuneloop.records.train_health import WalkBack
 from tuneloop.samplelog import SampleRow
+from tuneloop.train.run import SETTINGS_FILE
+from tuneloop.train.settings import TrainRunRecord
 
 from ..loop import fakeloop
 
@@ -54,10 +58,35 @@ def eval_post(ctx: PhaseContext) -> None:
     _rewrite(ctx, post=True)
 
 
+GRPO_STEPS = 30
+WALKED_TO = 20
+
+
+def grpo_row(s: int) -> dict[str, float | int | str]:
+    """A GRPO step whose reward rises, then collapses to 0 from step 25 (the abort at 27)."""
+    collapsed = s >= 25
+    return {
+        "step": s,
+        "phase": "grpo",
+        "loss": 0.05,
+        "reward_mean": 0.0 if collapsed else 0.2 + s / 50,
+        "reward_std": 0.0 if collapsed else 0.3,
+        "frac_zero_spread": 1.0 if collapsed else 0.25,
+        "entropy": 0.1 if collapsed else 1.5 - s / 30,
+        "clip_ratio": 0.02,
+        "completion_length": 4.0 if collapsed else 12.0 - s / 5,
+        "band_hard": 3.0,
+        "band_medium": 4.0 + s % 2,
+        "band_easy": 1.0 - s % 2,
+    }
+
+
 def train(ctx: PhaseContext) -> None:
+    """An SFT log, then a GRPO run that collapsed, was aborted and walked back."""
     fakeloop.train(ctx)
+    adapter = ctx.folder / "adapter"
     append_jsonl(
-        ctx.folder / "adapter" / "metrics.jsonl",
+        adapter / "metrics.jsonl",
         [
             {
                 "step": s,
@@ -69,6 +98,31 @@ def train(ctx: PhaseContext) -> None:
             for s in range(1, 41)
         ],
     )
+    append_jsonl(adapter / "metrics.jsonl", [grpo_row(s) for s in range(1, 28)])
+    walked = WalkBack(
+        stage="grpo",
+        checkpoint=f"checkpoint-{WALKED_TO}",
+        step=WALKED_TO,
+        steps=GRPO_STEPS,
+        ended_step=27,
+        reason="training (grpo) stopped at step 27: grpo: reward ≤ 0 with equal rewards in ≥ "
+        "100% of groups for the last 3 logged steps (train.health.on_collapse: abort)",
+        checks=["saved before the collapse that began at step 25", "finite weights"],
+        skipped=["checkpoint-25: inside the collapse that began at step 25"],
+    )
+    record = TrainRunRecord(
+        method="grpo",
+        settings={},
+        base_model="base",
+        base_model_sha256="0" * 64,
+        data="data.jsonl",
+        data_sha256="0" * 64,
+        data_rows=8,
+        allow_contamination=False,
+        walk_back=walked,
+        stop="unhealthy",
+    )
+    write_record(adapter / SETTINGS_FILE, record)
 
 
 def run_round(tmp: Path) -> Path:

@@ -107,3 +107,23 @@ def test_full_fine_tuning_is_named_instead_of_lora(round_dir: Path) -> None:
     text = render_capstone(cfg, state, capstone_inputs(cfg, run, state), verdict, out)
     assert "- Method: sft, 100 steps, lr 0.0005, batch 8, full fine-tuning, seed 0" in text
     assert "LoRA r=" not in text
+
+
+def test_a_walk_back_is_said_under_the_training_inputs(html_round: Path) -> None:
+    """The round of tests/report/htmlround.py aborted a collapsed GRPO run at step 27 and
+    walked back to checkpoint-20 (its train_settings.json says so; the loop hands it over)."""
+    lines = (html_round / "capstone" / "report.md").read_text().splitlines()
+    walked = [line for line in lines if "walked back" in line]
+    assert walked == [
+        "  - **walked back to checkpoint-20 (step 20 of 30): training (grpo) stopped at step 27: "
+        "grpo: reward ≤ 0 with equal rewards in ≥ 100% of groups for the last 3 logged steps "
+        "(train.health.on_collapse: abort)**; it passed: saved before the collapse that began "
+        "at step 25, finite weights"
+    ]
+    assert lines.index(walked[0]) == 1 + next(
+        i for i, line in enumerate(lines) if line.startswith("  - resolved settings: ")
+    )
+
+
+def test_no_walk_back_no_line(round_dir: Path) -> None:
+    assert "walked back" not in (round_dir / "work" / "capstone" / "report.md").read_text()

@@ -24,6 +24,7 @@ SECTIONS = (
     "flips-section",
     "finish",
     "training",
+    "grpo",
     "corpus",
     "timings",
     "config",
@@ -47,7 +48,11 @@ def test_the_capstone_writes_report_html_with_every_section(html_round: Path) ->
     assert html.count('data-direction="fixed"') == delta.flips.wrong_to_right
     assert html.count('data-direction="broken"') == delta.flips.right_to_wrong > 0
     assert f"{flips} of {flips} rows" in html
-    assert "<svg" in html and "loss (40 points)" in html  # forest plot, training curves
+    assert "<svg" in html and "loss (67 points)" in html  # forest plot, training curves
+    assert (
+        "walked back to checkpoint-20 (step 20 of 30): training (grpo) stopped at step 27" in html
+    )
+    assert "reward mean ± spread (27 points)" in html and '<table id="bands">' in html
     assert "no corpus build in this round" in html  # absent section, said so
     assert "writing this report" in html  # phase timings
     assert re.search(r"Resolved config sha256 <code>[0-9a-f]{64}</code>", html)

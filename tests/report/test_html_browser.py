@@ -151,11 +151,31 @@ def test_the_verdict_flips_and_sections_as_seen(seen: Seen, html_round: Path) ->
         "Flips: items fixed and broken",
         "Finish reasons per arm",
         "Training curves",
+        "GRPO diagnostics",
         "Corpus funnel",
         "Phases",
         "Config and manifest",
     ):
         assert seen.page.get_by_role("heading", name=heading, exact=True).is_visible(), heading
+
+
+def test_the_grpo_diagnostics_and_the_walk_back_as_seen(seen: Seen, tmp_path: Path) -> None:
+    page = seen.page
+    walk = page.locator("#walk-back")
+    assert walk.is_visible()
+    assert walk.inner_text().startswith("walked back to checkpoint-20 (step 20 of 30): training")
+    charts = page.locator("#grpo figure svg")
+    assert charts.count() == 5  # no KL: the fake run had no reference model, and says so
+    assert page.get_by_text("KL to the reference: not in the log").is_visible()
+    first, second = charts.nth(0).bounding_box(), charts.nth(1).bounding_box()
+    assert first and second and abs(first["y"] - second["y"]) < 1  # small multiples: one row
+    assert first["width"] < 400
+    bands = page.locator("#bands tbody tr")
+    assert bands.count() == 3
+    assert bands.nth(0).inner_text().split("\t")[:2] == ["medium", str(4 * 27 + 14)]
+    assert page.locator("nav a[href='#grpo']").is_visible()
+    seen.shoot("report-grpo.png", tmp_path, "#grpo", readme=True)
+    assert not seen.problems
 
 
 def test_the_xss_canary_shows_as_text(seen: Seen) -> None:

@@ -27,3 +27,19 @@ def test_lines_draw_bands_and_a_legend_for_two_series() -> None:
 def test_lines_of_nothing_is_empty_and_ticks_are_round() -> None:
     assert svg.lines([], x_label="x", y_label="y") == ""
     assert svg._ticks(0.0, 1.0) == [0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
+
+
+def test_a_small_multiple_with_a_mark_inside_its_range() -> None:
+    s = svg.Series("grpo", [1, 2, 3, 4], [0.5, 0.6, 0.0, 0.0])
+    out = svg.lines(
+        [s],
+        x_label="step",
+        y_label="reward",
+        width=360,
+        marks=[svg.Mark(2, "<walked> back"), svg.Mark(9, "outside")],
+    )
+    assert out.startswith('<svg viewBox="0 0 360 240" width="360"')
+    assert out.count('class="zero"') == 1 and "outside" not in out
+    assert "&lt;walked&gt; back" in out and "<walked>" not in out
+    # the mark sits where step 2 does: a third of the way along the x axis (64 to 340)
+    assert 'x1="156.0" x2="156.0"' in out

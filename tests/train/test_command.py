@@ -67,3 +67,19 @@ def test_train_command_runs_sft(tiny_model: Path, prompts: Path, tmp_path: Path)
     assert result.exit_code == 0, result.output
     cfg = json.loads((tmp_path / "a" / "adapter_config.json").read_text())
     assert sorted(cfg["target_modules"]) == ["q_proj", "v_proj"]
+
+
+def test_train_takes_the_walk_back_settings_as_options(
+    tiny_model: Path, prompts: Path, tmp_path: Path
+) -> None:
+    """`train.health.on_unhealthy` and `reward_drop` are options of the installed command; a bad
+    value exits 2 naming the option, before anything is written."""
+    from ..installed import tuneloop
+
+    common = ("train", "--base", tiny_model, "--data", prompts, "--out", tmp_path / "a")
+    ran = tuneloop(*common, "--health-on-unhealthy", "retry")
+    ran.assert_input_error("--health-on-unhealthy", "walk_back")
+    ran = tuneloop(*common, "--health-reward-drop", "0")
+    ran.assert_input_error("--health-reward-drop: must be > 0")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "a.partial").exists()
+    assert "--health-on-unhealthy" in tuneloop("train", "--help", env={"COLUMNS": "240"}).stdout

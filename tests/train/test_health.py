@@ -1,4 +1,5 @@
-"""Training health: a NaN stops training and keeps the last healthy checkpoint; collapse abort."""
+"""Training health: a NaN stops training before its step is saved; collapse abort; the stop
+is recorded for `run.train` (tests/train/test_walkback.py walks back from it)."""
 
 from __future__ import annotations
 
@@ -8,38 +9,19 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from transformers import TrainerCallback
+from inject import Poison
 
 from tuneloop.config.health import HealthConfig
 from tuneloop.errors import PhaseFailed
 from tuneloop.records import read_jsonl
-from tuneloop.train.health import HealthCallback, fit, nonfinite
+from tuneloop.train.health import HealthCallback, fit
 from tuneloop.train.methods import sft as sft_module
 from tuneloop.train.resume import last_checkpoint
 from tuneloop.train.run import train
 from tuneloop.train.settings import TrainSettings
+from tuneloop.train.walkback import forget_stop, read_stop
 
 NAN_STEP = 5
-
-
-def test_nonfinite_names_bad_loss_and_grad_norm() -> None:
-    assert nonfinite({"loss": 1.0, "grad_norm": 0.5, "kl": math.nan}) == []
-    assert nonfinite({"loss": math.nan, "grad_norm": math.inf}) == ["loss=nan", "grad_norm=inf"]
-
-
-class Poison(TrainerCallback):  # type: ignore[misc]
-    """Turn one trainable weight to NaN as optimizer step `step` begins (a diverged update)."""
-
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        if state.global_step + 1 == self.step:
-            import torch
-
-            weight = next(p for p in kw["model"].parameters() if p.requires_grad)
-            with torch.no_grad():
-                weight.fill_(math.nan)
 
 
 def test_nan_loss_stops_training_and_keeps_the_last_healthy_checkpoint(
@@ -51,12 +33,17 @@ def test_nan_loss_stops_training_and_keeps_the_last_healthy_checkpoint(
 
     monkeypatch.setattr(sft_module, "fit", poisoned_fit)
     s = TrainSettings(
-        method="sft", steps=8, batch_size=2, lora={"r": 4, "alpha": 8}, checkpoint={"every": 2}
+        method="sft",
+        steps=8,
+        batch_size=2,
+        lora={"r": 4, "alpha": 8},
+        checkpoint={"every": 2},
+        health={"on_unhealthy": "fail"},
     )
     out = tmp_path / "a"
     with pytest.raises(PhaseFailed, match=rf"stopped at step {NAN_STEP}: non-finite loss=nan") as e:
         train(tiny_model, prompts, out, s, progress=False)
-    assert "checkpoint-4" in str(e.value)
+    assert "checkpoint-4" in str(e.value) and "walk" not in str(e.value)  # as before walk-backs
     assert not out.exists()
     stage = tmp_path / "a.partial" / "checkpoints" / "sft"
     assert sorted(p.name for p in stage.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
@@ -100,6 +87,25 @@ def test_collapse_abort_stops_after_a_window_and_warn_only_prints(
     for step in range(1, 6):
         warn.on_log(None, _state(step), ctl, logs=_grpo_logs(0.0))
     assert capsys.readouterr().err.count("warning: grpo:") == 1
+
+
+def test_a_stop_is_recorded_for_run_train_by_the_main_process(tmp_path: Path) -> None:
+    h = HealthConfig(on_collapse="abort", collapse_window=1)
+    folder = tmp_path / "checkpoints" / "grpo"
+    cb = HealthCallback(h, phase="grpo", checkpoints=folder, run_dir=tmp_path)
+    ctl = SimpleNamespace(should_save=False)
+    with pytest.raises(PhaseFailed) as e:
+        cb.on_log(None, _state(4), ctl, logs=_grpo_logs(0.0))
+    stop = read_stop(tmp_path)
+    assert stop is not None and (stop.stage, stop.step) == ("grpo", 4)
+    assert stop.message == str(e.value) and str(e.value).startswith(stop.reason)
+    assert stop.reason.startswith("training (grpo) stopped at step 4: grpo: reward ≤ 0")
+    forget_stop(tmp_path)
+    other = HealthCallback(h, phase="grpo", checkpoints=folder, run_dir=tmp_path)
+    rank1 = SimpleNamespace(global_step=4, is_world_process_zero=False)
+    with pytest.raises(PhaseFailed):
+        other.on_log(None, rank1, ctl, logs=_grpo_logs(0.0))
+    assert read_stop(tmp_path) is None
 
 
 def test_kl_and_entropy_bounds_feed_the_collapse_monitor(tmp_path: Path) -> None:

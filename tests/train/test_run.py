@@ -105,6 +105,29 @@ def test_grpo_with_sft_warmup_logs_both_phases(
     assert [r["phase"] for r in rows] == ["sft_warmup"] * 2 + ["grpo"] * 2
 
 
+
+def test_grpo_warms_up_on_its_own_file(tiny_model: Path, prompts: Path, tmp_path: Path) -> None:
+    from tuneloop.records import sha256_file
+
+    from .conftest import arith_rows, write_jsonl
+
+    warm = write_jsonl(tmp_path / "warm.jsonl", arith_rows(6, start=100))
+    suite = write_jsonl(tmp_path / "suite.jsonl", [{**arith_rows(1, 102)[0], "id": "suite-0"}])
+    s = tiny("grpo", sft_warmup_steps=2, sft_warmup_batch_size=4, sft_warmup_data=warm)
+    # the warm-up's rows are trained on too: matched against the suite before anything runs
+    with pytest.raises(InputError, match=r"warm\.jsonl:3 ~ suite-0"):
+        train(tiny_model, prompts, tmp_path / "x", s, suite_paths=[suite], progress=False)
+    out = train(tiny_model, prompts, tmp_path / "w", s, progress=False)
+    rec = read_record(out / "train_settings.json", TrainRunRecord)
+    assert rec.warmup_data_sha256 == sha256_file(warm) and rec.data_rows == 8
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["phase"] for r in rows] == ["sft_warmup"] * 2 + ["grpo"] * 2
+    # a malformed warm-up row is named by its own file and line
+    warm.write_text('{"messages": []}\n')
+    with pytest.raises(InputError, match=r"warm\.jsonl:1"):
+        train(tiny_model, prompts, tmp_path / "z", s, progress=False)
+
+
 # ---- checkpoints and resume --------------------------------------------------------------
 
 RESUMABLE = ("--steps", "40", "--batch-size", "2", "--lora-r", "4", "--checkpoint-every", "4")

@@ -40,9 +40,10 @@ class GrpoConfig(Section):
     """Completions per prompt (the GRPO group)."""
     beta: float = Field(default=0.0, ge=0)
     """KL coefficient against the reference model."""
-    loss_type: Literal["dr_grpo", "grpo", "bnpo", "dapo", "gspo"] = "dr_grpo"
-    """Objective, each TRL's own: `dr_grpo`, `grpo`, `bnpo`, `dapo` (TRL loss types) or `gspo`
-    (TRL's `grpo` loss with sequence-level importance sampling, Zheng et al. 2025)."""
+    loss_type: Literal["dr_grpo", "grpo", "bnpo", "dapo", "cispo", "gspo"] = "dr_grpo"
+    """Objective, each TRL's own: `dr_grpo`, `grpo`, `bnpo`, `dapo`, `cispo` (TRL loss types;
+    `cispo` with ε_max 5) or `gspo` (TRL's `grpo` loss with sequence-level importance
+    sampling, Zheng et al. 2025)."""
     max_completion_length: int = Field(default=16, gt=0)
     """Completion length during training."""
     temperature: float = Field(default=1.0, gt=0)
@@ -105,6 +106,11 @@ class TrainConfig(Section):
     """`composite`: the GRPO objective + alpha · self-distillation + beta · replay-DPO."""
     sft_warmup_steps: int = Field(default=0, ge=0)
     """GRPO: SFT-on-references warm-up steps on the same adapter before GRPO (0 = none)."""
+    sft_warmup_data: ConfigPath | None = None
+    """GRPO: rows for the warm-up (SFT on their references, or chat rows as they are); None
+    uses the GRPO prompts themselves. Prompts banded by the champion's pass rate are mostly
+    ones it already half solves: a warm-up on a broader set teaches what GRPO cannot yet
+    reward. In the loop it is matched against the suites like `train.data`."""
     sft_warmup_batch_size: int | None = Field(default=None, gt=0)
     """Rows per warm-up SFT step; None uses batch_size."""
     sft_warmup_learning_rate: float | None = Field(default=None, gt=0)

@@ -10,6 +10,7 @@ that `--plan` and `--help` never load torch.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,12 +24,12 @@ from tuneloop.loop.context import (
     model_identity,
 )
 from tuneloop.loop.corpus_data import (
+    bands_serve_base,
     composite_pairs,
     corpus_file,
     corpus_output,
     decontaminate_replay,
-    decontaminated_pairs,
-    decontaminated_train_data,
+    decontaminated_given,
     earlier_call_logs,
     loop_suites,
     output_phase,
@@ -158,8 +159,21 @@ def run_eval_post(ctx: PhaseContext) -> None:
 def run_data(ctx: PhaseContext) -> None:
     from tuneloop.data.corpus import build_corpus
 
-    assert ctx.cfg.data.corpus is not None
-    result = build_corpus(ctx.cfg.data.corpus, ctx.folder, extra_suites=loop_suites(ctx.cfg))
+    cfg = ctx.cfg
+    assert cfg.data.corpus is not None
+    build = partial(build_corpus, cfg.data.corpus, ctx.folder, extra_suites=loop_suites(cfg))
+    if bands_serve_base(cfg):  # bands by the base's pass rate: serve it while sampling
+        from tuneloop.data.corpus.champion_rates import Served
+        from tuneloop.serving import serving
+
+        log = ctx.folder / "server.log"
+        with serving(
+            cfg.base, cfg.serve, log_path=log, arm="pre", decoding=_decoding_contract(cfg)
+        ) as e:
+            result = build(champion=Served(e.base_url, e.model, e.api_key))
+        ctx.notes["banded_by"] = {"model": str(cfg.base), "sha256": ctx.inputs["base_model"]}
+    else:
+        result = build()
     ctx.notes["counts"] = result.counts
     if result.sft_path != ctx.layout.corpus_rows:
         raise PhaseFailed(f"corpus build wrote {result.sft_path}, expected sft.jsonl")
@@ -214,14 +228,15 @@ def train_settings(cfg: LoopConfig, run: RunLayout) -> TrainConfig:
 def run_train(ctx: PhaseContext) -> None:
     from tuneloop.train.run import train
 
-    data = train_data(ctx.cfg, ctx.layout)
-    if ctx.cfg.train.data is not None:  # the corpus build already decontaminated its output
-        data = decontaminated_train_data(ctx.cfg, ctx.folder)
+    # given files, matched against the suites; the corpus build's and the replay's already are
+    given = decontaminated_given(ctx.cfg, ctx.folder)
+    data = given.get("data") or train_data(ctx.cfg, ctx.layout)
     settings = train_settings(ctx.cfg, ctx.layout)
-    pairs = decontaminated_pairs(ctx.cfg, ctx.folder)  # given pairs; the replay's already are
-    if pairs is not None and pairs != settings.composite.pairs:
-        composite = settings.composite.model_copy(update={"pairs": pairs})
+    if "pairs" in given:
+        composite = settings.composite.model_copy(update={"pairs": given["pairs"]})
         settings = settings.model_copy(update={"composite": composite})
+    if "sft_warmup_data" in given:
+        settings = settings.model_copy(update={"sft_warmup_data": given["sft_warmup_data"]})
     train(
         ctx.cfg.base,
         data,

@@ -16,7 +16,9 @@ filtered, not refused: contaminated rows are left out of a copy the trainer read
 `train/decontamination.json`; when nothing matches, the trainer reads the file itself. With
 `train.allow_contamination` the rows are kept and only listed. User-given
 `train.composite.pairs` get the same treatment (`train/pairs.decontaminated.jsonl`, listed
-under `pairs` in `train/decontamination.json`), as the replay's own pairs do in `replay/`.
+under `pairs` in `train/decontamination.json`), as the replay's own pairs do in `replay/`, and
+so does a given `train.sft_warmup_data` (`train/warmup.decontaminated.jsonl`, under
+`sft_warmup_data`).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ WHY = {
 FILTERED, REPORT = "data.decontaminated.jsonl", "decontamination.json"
 PAIRS_FILTERED = "pairs.decontaminated.jsonl"
 """User-given `train.composite.pairs` without suite items (`decontaminated_pairs`)."""
+WARMUP_FILTERED = "warmup.decontaminated.jsonl"
+"""A given `train.sft_warmup_data` without suite items (`decontaminated_warmup`)."""
 
 
 def output_phase(output: str) -> str:
@@ -158,6 +162,21 @@ def composite_pairs(cfg: LoopConfig, run: RunLayout) -> Path | None:
     return run.replay / REPLAY_DPO
 
 
+def bands_serve_base(cfg: LoopConfig) -> bool:
+    """Does the data phase serve the round's base to band prompts by its pass rate
+    (`bands.champion.serve: base` in the corpus config)? Then the base is its input too."""
+    from tuneloop.data.corpus import load_corpus_config
+    from tuneloop.errors import InputError
+
+    if cfg.data.corpus is None:
+        return False
+    try:
+        bands = load_corpus_config(cfg.data.corpus).bands
+    except InputError:
+        return False  # reported under data.corpus
+    return bands is not None and bands.champion is not None and bands.champion.serve == "base"
+
+
 def _corpus_disabled(cfg: LoopConfig, output: str) -> list[tuple[str, str]]:
     from tuneloop.data.corpus import load_corpus_config
     from tuneloop.errors import InputError
@@ -214,13 +233,8 @@ def corpus_file(cfg: LoopConfig, folder: Path) -> Path:
 
 def decontaminated_train_data(cfg: LoopConfig, folder: Path) -> Path:
     """A directly given train.data, matched against the loop's suites (module docstring)."""
-    from tuneloop.data.files import json_bytes, write_files
-
     assert cfg.train.data is not None
-    data, report, files = _filtered(cfg, cfg.train.data, folder / FILTERED)
-    files[folder / REPORT] = json_bytes({"data": str(cfg.train.data), **report})
-    write_files(files)
-    return data
+    return decontaminated_given(cfg, folder)["data"]
 
 
 def decontaminated_pairs(cfg: LoopConfig, folder: Path) -> Path | None:
@@ -228,22 +242,50 @@ def decontaminated_pairs(cfg: LoopConfig, folder: Path) -> Path | None:
     suites like the replay's pairs: the trainer reads `PAIRS_FILTERED` without the pairs that
     contain a suite item, listed under `pairs` in `REPORT` (beside a given train.data's
     entry). None when composite reads no given pairs; the file itself when nothing matches."""
+    return decontaminated_given(cfg, folder).get("pairs")
+
+
+def decontaminated_warmup(cfg: LoopConfig, folder: Path) -> Path | None:
+    """A given `train.sft_warmup_data` (read when GRPO warms up), matched the same way: the
+    trainer reads `WARMUP_FILTERED` without suite items, listed under `sft_warmup_data` in
+    `REPORT`. None when no warm-up reads a given file; the file itself when nothing matches."""
+    return decontaminated_given(cfg, folder).get("sft_warmup_data")
+
+
+def given_files(cfg: LoopConfig) -> dict[str, tuple[Path, str]]:
+    """Each user-given file training reads: key → (path, name of its filtered copy)."""
+    t, c = cfg.train, cfg.train.composite
+    given = {"data": (t.data, FILTERED)} if t.data is not None else {}
+    if t.method == "composite" and c.beta > 0 and c.pairs is not None:
+        given["pairs"] = (c.pairs, PAIRS_FILTERED)
+    warms = t.method in ("grpo", "composite") and t.sft_warmup_steps > 0
+    if warms and t.sft_warmup_data is not None:
+        given["sft_warmup_data"] = (t.sft_warmup_data, WARMUP_FILTERED)
+    return given
+
+
+def decontaminated_given(cfg: LoopConfig, folder: Path) -> dict[str, Path]:
+    """Every given file training reads (`given_files`), each as what the trainer reads of it
+    (a filtered copy when rows must go), with one `REPORT` for all of them: a given
+    train.data's entry at the top, the others under their key. Written together, so the report
+    always describes every file of this round."""
     from tuneloop.data.files import json_bytes, write_files
 
-    c = cfg.train.composite
-    if cfg.train.method != "composite" or c.beta == 0 or c.pairs is None:
-        return None
-    pairs, report, files = _filtered(cfg, c.pairs, folder / PAIRS_FILTERED)
+    out: dict[str, Path] = {}
     whole: dict[str, Any] = {}
-    if cfg.train.data is not None:  # decontaminated_train_data's entry, computed again (the
-        # same match, the same bytes) rather than read back from the file it wrote
-        _, data_report, data_files = _filtered(cfg, cfg.train.data, folder / FILTERED)
-        files.update(data_files)
-        whole = {"data": str(cfg.train.data), **data_report}
-    whole["pairs"] = {"path": str(c.pairs), **report}
-    files[folder / REPORT] = json_bytes({"suites": report["suites"], **whole})
-    write_files(files)
-    return pairs
+    files: dict[Path, bytes] = {}
+    for key, (src, name) in given_files(cfg).items():
+        out[key], report, copies = _filtered(cfg, src, folder / name)
+        files.update(copies)
+        if key == "data":
+            whole |= {"data": str(src), **report}
+        else:
+            whole[key] = {"path": str(src), **report}
+            whole.setdefault("suites", report["suites"])
+    if out:
+        files[folder / REPORT] = json_bytes(whole)
+        write_files(files)
+    return out
 
 
 def _filtered(

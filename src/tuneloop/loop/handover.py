@@ -3,7 +3,8 @@
 The capstone report (`tuneloop.report.capstone`) and the archive (`tuneloop.archive`) know
 nothing of the loop: which folder holds what, the names under which the runner records input
 hashes, which config keys hold paths. This is where that knowledge is turned into their
-inputs (paths, hashes, a config dict), next to the adapters that call them.
+inputs (paths, hashes, a config dict, the walk-back `train_settings.json` records), next to
+the adapters that call them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tuneloop.loop.layout import LOCK_FILE, QUARANTINE, RunLayout
 from tuneloop.loop.rounds import RoundRecord
 from tuneloop.loop.state import RunState
 from tuneloop.records import read_record_if_exists
+from tuneloop.train.settings import TrainRunRecord
 
 if TYPE_CHECKING:
     from tuneloop.archive import Recipe
@@ -35,6 +37,7 @@ def capstone_inputs(cfg: LoopConfig, run: RunLayout, state: RunState) -> Capston
 
     data, data_sha256 = trained_file(cfg, run, recorded_hash(state, "train", "data"))
     report = run.replay_report if cfg.replay.teachers is not None else None
+    trained = read_record_if_exists(run.train_settings, TrainRunRecord)
     return CapstoneInputs(
         pre_summary=run.pre_summary,
         delta=run.delta,
@@ -46,6 +49,7 @@ def capstone_inputs(cfg: LoopConfig, run: RunLayout, state: RunState) -> Capston
         this_phase="capstone",
         replay_report=report,
         replay_report_sha256=_output_hash(state, "replay", report) if report else None,
+        walk_back=trained.walk_back if trained is not None else None,
     )
 
 
@@ -67,6 +71,9 @@ def archive_recipe(cfg: LoopConfig) -> Recipe:
     notes: dict[str, str] = {}
     if cfg.train.data is not None:
         inputs.append(ArchiveInput("train.data", cfg.train.data, "train_data.jsonl"))
+    if cfg.train.sft_warmup_data is not None:
+        warmup = cfg.train.sft_warmup_data
+        inputs.append(ArchiveInput("train.sft_warmup_data", warmup, "sft_warmup_data.jsonl"))
     if cfg.data.corpus is not None:
         text = resolved_corpus_yaml(cfg.data.corpus)  # its relative paths made absolute
         inputs.append(ArchiveInput("data.corpus", cfg.data.corpus, "corpus.yaml", text=text))

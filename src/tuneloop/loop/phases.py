@@ -40,7 +40,7 @@ from tuneloop.loop.adapters import (
     run_train,
 )
 from tuneloop.loop.context import PhaseContext
-from tuneloop.loop.corpus_data import replay_files
+from tuneloop.loop.corpus_data import bands_serve_base, replay_files
 from tuneloop.loop.integrity import preflight_gate, run_promote
 from tuneloop.loop.track import run_track, tracking_retry
 
@@ -74,7 +74,8 @@ class Phase:
 # ---- the table ----------------------------------------------------------------------------
 
 
-def _eval_config(cfg: LoopConfig) -> Any:
+def _serve_config(cfg: LoopConfig) -> dict[str, Any]:
+    """What of `serve:` changes a served model's answers."""
     return {
         "backend": cfg.serve.backend,
         # which external model each arm queries changes the log (None for local backends)
@@ -83,6 +84,11 @@ def _eval_config(cfg: LoopConfig) -> Any:
         ),
         # vLLM's dtype, lengths and seed change its answers (its environment, its version)
         "vllm": cfg.serve.vllm.model_dump(mode="json") if cfg.serve.backend == "vllm" else None,
+    }
+
+
+def _eval_config(cfg: LoopConfig) -> Any:
+    return _serve_config(cfg) | {
         "eval": cfg.eval.model_dump(mode="json"),
         "suite": cfg.suite.model_dump(mode="json", exclude={"path"}),
     }
@@ -104,10 +110,13 @@ PHASES: tuple[Phase, ...] = (
         "data",
         run_data,
         outputs=("sft.jsonl", "traces.jsonl", "provenance.json"),
-        # the loop's suite is always decontaminated against (loop.corpus_data)
+        # the loop's suite is always decontaminated against (loop.corpus_data); prompts
+        # banded by the base's own pass rate depend on the base, and on how it is served
         files=lambda c: (
-            {"corpus_config": c.data.corpus, "suite": c.suite.path} if c.data.corpus else {}
+            ({"corpus_config": c.data.corpus, "suite": c.suite.path} if c.data.corpus else {})
+            | ({"base_model": c.base} if bands_serve_base(c) else {})
         ),
+        config=lambda c: _serve_config(c) if bands_serve_base(c) else None,
         enabled=lambda c: c.data.corpus is not None,
     ),
     Phase(
@@ -149,9 +158,10 @@ PHASES: tuple[Phase, ...] = (
             {"base_model": c.base, "suite": c.suite.path}
             | ({"data": c.train.data} if c.train.data else {})
             | ({"pairs": c.train.composite.pairs} if c.train.composite.pairs else {})
+            | ({"sft_warmup_data": c.train.sft_warmup_data} if c.train.sft_warmup_data else {})
         ),
         config=lambda c: (
-            c.train.model_dump(mode="json", exclude={"data"})
+            c.train.model_dump(mode="json", exclude={"data", "sft_warmup_data"})
             | ({"data_output": c.data.output} if c.data.output else {})
         ),
         enabled=lambda c: not c.merge.zero_adapter,

@@ -29,6 +29,10 @@ RECORDS: dict[str, tuple[str, str]] = {
     "ReplayReport": ("tuneloop.records.replay", "<replay out>/report.json"),
     "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
     "RunBudget": ("tuneloop.train.budget", "train/adapter/budget.json (`train.max_seconds`)"),
+    "HealthStop": (
+        "tuneloop.train.walkback",
+        "train/adapter.partial/health_stop.json (a train.health stop, read by run.train)",
+    ),
     "DilocoRunRecord": (
         "tuneloop.train.distributed.diloco",
         "train/adapter/diloco.json (train.diloco)",

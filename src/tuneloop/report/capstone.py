@@ -78,6 +78,9 @@ def _inputs(cfg: LoopConfig, inp: CapstoneInputs) -> list[str]:
     )
     if inp.train_settings.exists():
         lines.append(f"  - resolved settings: `{inp.train_settings}`")
+    if inp.walk_back is not None:
+        w = inp.walk_back
+        lines.append(f"  - **{w.line()}**; it passed: {', '.join(w.checks)}")
     return [*lines, ""]
 
 

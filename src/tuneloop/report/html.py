@@ -55,9 +55,9 @@ def render_html(page: Page) -> str:
 
     charts = [Markup(c.svg) for c in page.charts]  # svg.py escapes the text it places
     training = [Markup(c.svg) for c in page.training]
-    return str(
-        _env().get_template("report.html.j2").render(page=page, charts=charts, training=training)
-    )
+    grpo = [Markup(c.svg) for c in page.grpo.charts] if page.grpo is not None else []
+    template = _env().get_template("report.html.j2")
+    return str(template.render(page=page, charts=charts, training=training, grpo=grpo))
 
 
 def write_run_html(

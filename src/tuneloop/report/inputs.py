@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tuneloop.records.train_health import WalkBack
+
 
 @dataclass(frozen=True)
 class CapstoneInputs:
@@ -38,6 +40,9 @@ class CapstoneInputs:
     """The replay phase's `report.json` when the round replayed traces to teachers."""
     replay_report_sha256: str | None = None
     """Its sha256 as the runner recorded the replay phase's outputs."""
+    walk_back: WalkBack | None = None
+    """When training ended unhealthy: the checkpoint published instead, and why (from
+    `train_settings.json`)."""
 
 
 class _Arm(Protocol):

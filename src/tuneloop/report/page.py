@@ -2,6 +2,11 @@
 
 `run_page` is the capstone's page (every section); `compare_page` is `tuneloop compare
 --html`'s (two sample logs: no gate, training, corpus, timings or config, each said so).
+A GRPO or composite run (its log has `reward_mean`) also gets `grpo_section`: small multiples
+of why RL went flat or collapsed (reward mean ± spread, the share of groups with no reward
+spread, KL, entropy, clip ratio, completion length; train/metrics.py names them) and the
+prompts seen per difficulty band; a walk-back (`train.health.on_unhealthy`) is said above the
+training curves.
 Like the capstone, this reads what the phases wrote and computes no statistic: the flips
 are laid out on the same score grid as the delta report (`report/flips.py`), the charts are
 drawn from the delta report's numbers and the training log's rows. `report/html.py` renders
@@ -11,6 +16,7 @@ a `Page` through an autoescaping template.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,16 +27,37 @@ from tuneloop.provenance import stamp
 from tuneloop.records import canonical_json, read_record_if_exists, sha256_bytes
 from tuneloop.records.corpus import CorpusProvenance
 from tuneloop.records.run import RunView
-from tuneloop.records.train_metrics import METRICS_FILE, read_train_metrics
+from tuneloop.records.train_health import WalkBack
+from tuneloop.records.train_metrics import (
+    METRICS_FILE,
+    TrainMetricsRow,
+    band_totals,
+    read_train_metrics,
+)
 from tuneloop.report.flips import Flips, read_flips
 from tuneloop.report.inputs import CapstoneInputs, VerdictView
 from tuneloop.report.markdown import TRUNCATION_GAP
 from tuneloop.report.record import DeltaReport
-from tuneloop.report.svg import ForestRow, Series, forest, lines
+from tuneloop.report.svg import ForestRow, Mark, Series, forest, lines
 from tuneloop.samplelog import EvalSummary
 
 CURVES = ("loss", "reward_mean", "kl", "learning_rate", "mean_token_accuracy", "grad_norm")
 """Training quantities drawn, in this order, when the log has them."""
+
+GRPO_PANELS = (
+    ("reward mean ± spread", "reward_mean", None),
+    ("share of groups with zero reward spread", "frac_zero_spread", 1.0),
+    ("KL to the reference", "kl", 0.0),
+    ("entropy", "entropy", 0.0),
+    ("clip ratio", "clip_ratio", 0.0),
+    ("completion length (tokens)", "completion_length", 0.0),
+)
+"""GRPO diagnostics: (title, metrics.jsonl key, y top), in this order. With a top the y axis
+runs from 0 to it or to the data's highest, whichever is higher (a fall to 0 shows as one;
+a share of groups runs to 1); None: the data's own range (a reward may be negative)."""
+
+SMALL = 360
+"""A small multiple's width (px): three to a row."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +89,23 @@ class Chart:
 
 
 @dataclass(frozen=True)
+class BandRow:
+    band: str
+    prompts: int
+    share: float
+
+
+@dataclass(frozen=True)
+class GrpoSection:
+    """Why RL went flat or collapsed: one small chart per quantity, the prompts per band."""
+
+    charts: list[Chart]
+    absent: list[str]
+    """What the log does not have, and why (KL without a reference model)."""
+    bands: list[BandRow]
+
+
+@dataclass(frozen=True)
 class Timing:
     phase: str
     status: str
@@ -86,6 +130,8 @@ class Page:
     flips_note: str | None = None
     training: list[Chart] = field(default_factory=list)
     training_note: str | None = None
+    walk_back: WalkBack | None = None
+    grpo: GrpoSection | None = None
     corpus: CorpusProvenance | None = None
     corpus_note: str | None = None
     timings: list[Timing] = field(default_factory=list)
@@ -187,6 +233,62 @@ def training_charts(path: Path) -> list[Chart]:
     return charts
 
 
+def _panel(rows: Sequence[TrainMetricsRow], key: str) -> list[Series]:
+    """One series per stage of `key` against the step; `reward_mean` with ± `reward_std`."""
+    by_phase: dict[str, list[dict[str, float]]] = {}
+    for r in rows:
+        values = r.values()
+        if key in values:
+            by_phase.setdefault(r.phase, []).append({"step": float(r.step), **values})
+    out = []
+    for phase, picked in by_phase.items():
+        xs, ys = [v["step"] for v in picked], [v[key] for v in picked]
+        if key != "reward_mean":
+            out.append(Series(phase, xs, ys))
+            continue
+        sd = [v.get("reward_std", 0.0) for v in picked]
+        low = [y - d for y, d in zip(ys, sd, strict=True)]
+        high = [y + d for y, d in zip(ys, sd, strict=True)]
+        out.append(Series(phase, xs, ys, low, high))
+    return out
+
+
+def grpo_section(
+    rows: Sequence[TrainMetricsRow], walk_back: WalkBack | None = None
+) -> GrpoSection | None:
+    """The GRPO diagnostics of a training log, the walk-back's step marked; None when no row
+    logs a reward (not RL)."""
+    graded = [r for r in rows if "reward_mean" in r.values()]
+    if not graded:
+        return None
+    charts, absent = [], []
+    marks = [Mark(walk_back.step, "walked back")] if walk_back is not None else []
+    for title, key, top in GRPO_PANELS:
+        series = _panel(graded, key)
+        if not series:
+            why = " (TRL logs it only with grpo.beta > 0)" if key == "kl" else ""
+            absent.append(f"{title}: not in the log{why}")
+            continue
+        y_range = None
+        if top is not None:
+            highest = max((y for s in series for y in s.y if math.isfinite(y)), default=0.0)
+            y_range = (0.0, max(top, highest) or 1.0)
+        svg = lines(
+            series,
+            x_label="step",
+            y_label=key,
+            y_range=y_range,
+            height=180,
+            width=SMALL,
+            marks=marks,
+        )
+        charts.append(Chart(f"{title} ({sum(len(s.x) for s in series)} points)", svg))
+    totals = band_totals(graded)
+    seen = sum(totals.values()) or 1
+    bands = [BandRow(band, n, n / seen) for band, n in sorted(totals.items(), key=lambda t: -t[1])]
+    return GrpoSection(charts, absent, bands)
+
+
 def _gate(cfg: LoopConfig, verdict: VerdictView | None) -> GateSection:
     if not cfg.gate.enabled:
         return GateSection(
@@ -236,8 +338,10 @@ def run_page(
         page.training_note = "no training: zero-adapter control arm"
     elif metrics.exists():
         page.training = training_charts(metrics)
+        page.grpo = grpo_section(read_train_metrics(metrics), inputs.walk_back)
     else:
         page.training_note = f"not measured (no `{metrics}`)"
+    page.walk_back = inputs.walk_back
     page.corpus = read_record_if_exists(inputs.corpus_provenance, CorpusProvenance)
     if page.corpus is None:
         page.corpus_note = (

@@ -40,6 +40,14 @@ class Series:
     high: Sequence[float] | None = None
 
 
+@dataclass(frozen=True)
+class Mark:
+    """A dashed vertical line at `x` with a short label (e.g. the step a run walked back to)."""
+
+    x: float
+    label: str
+
+
 def _n(x: float) -> str:
     return f"{x:.1f}"
 
@@ -107,9 +115,12 @@ def lines(
     y_range: tuple[float, float] | None = None,
     height: int = 240,
     x_ticks: Sequence[float] | None = None,
+    width: int = WIDTH,
+    marks: Sequence[Mark] = (),
 ) -> str:
     """A line chart of one or more series sharing the axes, with optional bands and legend;
-    `x_ticks` places the x-axis ticks (default: round 1-2-5 steps)."""
+    `x_ticks` places the x-axis ticks (default: round 1-2-5 steps); a smaller `width` draws a
+    small multiple at the same text size; `marks` are vertical lines inside the x range."""
     left, right, top, bottom = 64, 20, 24, 36
     xs = [x for s in series for x in s.x]
     ys = [y for s in series for y in (*s.y, *(s.low or ()), *(s.high or ())) if math.isfinite(y)]
@@ -121,7 +132,7 @@ def lines(
     ylo, yhi = y_range if y_range is not None else (min(ys), max(ys))
     if yhi == ylo:
         ylo, yhi = ylo - 1, yhi + 1
-    x0, x1, y0, y1 = left, WIDTH - right, height - bottom, top
+    x0, x1, y0, y1 = left, width - right, height - bottom, top
 
     def px(x: float) -> float:
         return x0 + (x - xlo) / (xhi - xlo) * (x1 - x0)
@@ -129,12 +140,20 @@ def lines(
     def py(y: float) -> float:
         return y0 - (y - ylo) / (yhi - ylo) * (y0 - y1)
 
-    out = [_open(height, f"{y_label} against {x_label}")]
+    out = [_open(height, f"{y_label} against {x_label}", width)]
     for t in _ticks(ylo, yhi):
         out.append(f'<line x1="{x0}" x2="{x1}" y1="{_n(py(t))}" y2="{_n(py(t))}" class="grid"/>')
         out.append(f'<text x="{x0 - 6}" y="{_n(py(t) + 4)}" class="label">{_fmt(t)}</text>')
-    for t in x_ticks if x_ticks is not None else _ticks(xlo, xhi, 8):
+    for t in x_ticks if x_ticks is not None else _ticks(xlo, xhi, 8 if width >= WIDTH else 4):
         out.append(f'<text x="{_n(px(t))}" y="{y0 + 14}" class="tick">{_fmt(t)}</text>')
+    for m in marks:
+        if xlo <= m.x <= xhi:
+            x = _n(px(m.x))
+            out.append(
+                f"<g><title>{escape(m.label)}</title>"
+                f'<line x1="{x}" x2="{x}" y1="{y1}" y2="{y0}" class="zero"/>'
+                f'<text x="{x}" y="{y1 - 4}" class="tick">{escape(m.label)}</text></g>'
+            )
     for i, s in enumerate(series):
         color = COLORS[i % len(COLORS)]
         pts = [(px(x), py(y)) for x, y in zip(s.x, s.y, strict=True) if math.isfinite(y)]
@@ -165,8 +184,8 @@ def lines(
     return "".join([*out, "</svg>"])
 
 
-def _open(height: int, label: str) -> str:
+def _open(height: int, label: str, width: int = WIDTH) -> str:
     return (
-        f'<svg viewBox="0 0 {WIDTH} {height}" '
-        f'width="{WIDTH}" height="{height}" role="img" aria-label="{escape(label)}">'
+        f'<svg viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(label)}">'
     )

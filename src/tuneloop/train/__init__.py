@@ -9,7 +9,9 @@
   (rows per method), `hygiene.py` (contamination), `common.py` (model, tokenizer, LoRA, TRL
   arguments), `strategy.py` (`train.distributed` as TRL arguments), and what every trainer runs
   under: `health.py` (`fit`), `budget.py` (`train.max_seconds`), `metrics.py`
-  (metrics.jsonl), `resume.py` (checkpoints to resume from);
+  (metrics.jsonl), `resume.py` (checkpoints to resume from); `signals.py` (what counts as
+  unhealthy in a training log) and `walkback.py` (after an unhealthy end, publish the newest
+  healthy checkpoint);
 - `methods/`: the training methods, registered in `tuneloop.registry.trainers`;
 - `distributed/`: more than one process (torchrun / accelerate workers, DiLoCo replicas, the
   plain DDP reference);

@@ -1,31 +1,27 @@
 """Training telemetry: `metrics.jsonl` (one fsynced row per logged step) and a rich bar.
 
 TRL/transformers log under their own names; each row carries our names for the quantities the
-loop reads (`loss`, `reward_mean`, `reward_std`, `frac_zero_spread` — the fraction of GRPO
-groups whose rewards were all equal and so carry no learning signal — `kl`,
-`learning_rate`, `step_time_s`) and keeps every other numeric value under its original key.
-Only the main process writes and draws, so a torchrun job has one log and one bar.
-
-`collapse_warning` says when GRPO has collapsed: for `COLLAPSE_WINDOW` logged steps in a row,
-every group's rewards were equal (TRL's `frac_reward_zero_std`) at a mean reward of 0 — no
-group has a spread, nothing can be learned and the run will not recover — or, when bounds are
-set, the KL to the reference stayed above one or the completions' entropy below one. Measured
-on the arith demo at lr 2e-3: the reward hit 0 by step ~90, the warning fired at step 112 of
-190, and the merged model answered 0.3% of the suite; at lr 5e-4 it never fired.
-`health.HealthCallback` prints it once, or aborts the run (`train.health.on_collapse`).
+loop and report.html read and keeps every other numeric value under its original key. Ours:
+`loss`, `learning_rate`, `step_time_s`, and for GRPO (TRL 1.16's `GRPOTrainer` names in
+`RENAMES`) `reward_mean`, `reward_std`, `frac_zero_spread` — the fraction of groups whose
+rewards were all equal and so carry no learning signal — `kl` (logged only with `grpo.beta` >
+0), `entropy` (mean token entropy of the completions), `clip_ratio` (the share of tokens whose
+probability ratio was clipped: TRL's `clip_ratio/region_mean`, or `cispo_clip_ratio`; the
+low/high parts keep TRL's keys) and `completion_length` (mean tokens per completion).
+`band_<name>` are the prompts of each difficulty band the step's groups were drawn from
+(counted by the reward function, `methods/rewards.py`). Only the main process writes and
+draws, so a torchrun job has one log and one bar. What counts as unhealthy in these rows:
+`signals.py`.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
-from tuneloop.config.health import HealthConfig
 from tuneloop.records import append_jsonl
 
 RENAMES = {
@@ -33,56 +29,14 @@ RENAMES = {
     "reward_std": "reward_std",
     "frac_reward_zero_std": "frac_zero_spread",
     "kl": "kl",
+    "entropy": "entropy",
+    "clip_ratio/region_mean": "clip_ratio",
+    "cispo_clip_ratio": "clip_ratio",
+    "completions/mean_length": "completion_length",
     "loss": "loss",
     "learning_rate": "learning_rate",
 }
-
-
-COLLAPSE_WINDOW = HealthConfig().collapse_window
-"""Logged steps in a row that must show a collapse signal (`train.health.collapse_window`)."""
-
-
-def collapse_warning(
-    rows: Sequence[dict[str, Any]],
-    window: int = COLLAPSE_WINDOW,
-    *,
-    zero_std_fraction: float = 1.0,
-    reward_floor: float = 0.0,
-    max_kl: float | None = None,
-    min_entropy: float | None = None,
-) -> str | None:
-    """Pure: what collapsed over the last `window` GRPO rows (a signal in every row), or None.
-
-    Signals: `frac_zero_spread` ≥ `zero_std_fraction` with `reward_mean` ≤ `reward_floor`;
-    `kl` > `max_kl`; `entropy` < `min_entropy` (a bound of None is off; a row without the
-    value does not show the signal).
-    """
-    recent = [r for r in rows if "reward_mean" in r][-window:]
-    if len(recent) < window:
-        return None
-    signals: list[tuple[str, Callable[[dict[str, Any]], bool]]] = [
-        (
-            f"reward ≤ {reward_floor:g} with equal rewards in ≥ {zero_std_fraction:.0%} of groups",
-            lambda r: (
-                r["reward_mean"] <= reward_floor
-                and r.get("frac_zero_spread", 1.0) >= zero_std_fraction
-            ),
-        )
-    ]
-    if max_kl is not None:
-        signals.append((f"KL > {max_kl:g}", lambda r: r.get("kl", -math.inf) > max_kl))
-    if min_entropy is not None:
-        signals.append(
-            (f"entropy < {min_entropy:g}", lambda r: r.get("entropy", math.inf) < min_entropy)
-        )
-    fired = [name for name, holds in signals if all(holds(r) for r in recent)]
-    if not fired:
-        return None
-    return (
-        f"{recent[-1].get('phase', 'train')}: {' and '.join(fired)} for the last {window} "
-        f"logged steps (through step {recent[-1]['step']}): the policy has likely collapsed "
-        "and nothing more can be learned; consider a lower learning rate"
-    )
+"""TRL's log key → ours (the rest keep TRL's)."""
 
 
 def metrics_row(logs: dict[str, Any], step: int, step_time: float | None, phase: str) -> dict:

@@ -57,6 +57,14 @@ def last_checkpoint(folder: Path) -> Path | None:
     return max(found)[1] if found else None
 
 
+def kept_checkpoint(folder: Path) -> str:
+    """Where the newest checkpoint in `folder` is, in words for an error message."""
+    last = last_checkpoint(folder)
+    if last is None:
+        return "no checkpoint was saved (set train.checkpoint.every to keep one)"
+    return f"the newest checkpoint is {last}"
+
+
 def any_checkpoint(out_dir: Path) -> bool:
     root = Path(out_dir) / CHECKPOINTS
     return root.is_dir() and any(last_checkpoint(d) for d in root.iterdir())

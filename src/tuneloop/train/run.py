@@ -18,6 +18,13 @@ loading included; `train_seconds`, `steps_done` and `stop` (budget.py) count fro
 optimizer step and say whether `train.max_seconds` ended the run. Rows longer than
 `train.max_length` are counted before training (lengths.py: `lengths.jsonl`, one line per row,
 and the totals in the record).
+
+Walk-back (`train.health.on_unhealthy`, walkback.py): when the trainer stopped on a health
+check (it leaves `health_stop.json`, also from a torchrun worker) or finished with its reward
+down by `train.health.reward_drop`, the newest checkpoint of the method's stage that passes
+the same health checks becomes the adapter before the folder is published; the record says
+which and why (`walk_back`, and `stop: unhealthy` for a stop). No checkpoint passing fails the
+phase as before, keeping `<out>.partial/`.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.records import (
@@ -37,6 +45,8 @@ from tuneloop.records import (
     sha256_tree,
     write_record,
 )
+from tuneloop.records.train_health import WalkBack
+from tuneloop.records.train_metrics import METRICS_FILE, band_totals, read_train_metrics
 from tuneloop.registry import trainers
 from tuneloop.train.common import quiet
 from tuneloop.train.data import Row, read_rows
@@ -46,6 +56,14 @@ from tuneloop.train.lengths import COUNTED_METHODS, row_lengths, summarize, writ
 from tuneloop.train.resume import CHECKPOINTS, any_checkpoint
 from tuneloop.train.settings import TrainRunRecord, TrainSettings
 from tuneloop.train.strategy import check_strategy
+from tuneloop.train.walkback import (
+    HealthStop,
+    forget_stop,
+    read_stop,
+    walk_back,
+    walk_back_problems,
+    walks_back,
+)
 
 SETTINGS_FILE = "train_settings.json"
 
@@ -85,8 +103,7 @@ def train(
     process count and the contamination allowance all come from it.
     """
     base, data, out_dir = Path(base), Path(data), Path(out_dir)
-    method, nproc = settings.method, settings.nproc
-    trainer_fn = trainers.get(method)
+    trainers.get(settings.method)  # an unknown method is refused before anything is read
     check_pairs(settings)
     check_strategy(settings)
     if settings.diloco.replicas:
@@ -95,7 +112,9 @@ def train(
             raise InputError("train.max_seconds is not supported with train.diloco.replicas")
     check_base(base)
     rows = read_rows(data)
-    hits = check_contamination(rows, suite_paths, settings.allow_contamination)
+    warm = warmup_file(settings)
+    read = rows + (read_rows(warm) if warm is not None else [])  # both are trained on
+    hits = check_contamination(read, suite_paths, settings.allow_contamination)
     record = run_record(base, data, settings, len(rows), hits, suite_paths)
     if out_dir.exists():
         return finished(out_dir, record)
@@ -103,18 +122,58 @@ def train(
     start_or_resume(work, record)
     from tuneloop.train.budget import forget_clock, run_outcome  # transformers: not for `check`
 
+    for key, message in walk_back_problems(settings):
+        print(f"warning: {key}: {message}", file=sys.stderr)
+
     try:
         t0 = time.perf_counter()
         forget_clock(work)
+        forget_stop(work)
         quiet()
         cut = count_truncation(base, rows, work, settings)
+        stop = run_method(base, data, rows, work, settings, default_scorer, progress)
+        walked = walk_back(work, settings, stop)
+        if not has_trained_output(work):
+            raise PhaseFailed(
+                f"training ({settings.method}) finished without writing an adapter or model"
+            )
+        seconds = round(time.perf_counter() - t0, 3)
+        done = {
+            "seconds": seconds,
+            **run_outcome(work),
+            **cut,
+            **ending(work, settings, stop, walked),
+        }
+        write_record(work / SETTINGS_FILE, record.model_copy(update=done))
+        shutil.rmtree(work / CHECKPOINTS, ignore_errors=True)
+        os.replace(work, out_dir)
+    except BaseException:
+        keep_or_remove(work)
+        raise
+    return out_dir
+
+
+def run_method(
+    base: Path,
+    data: Path,
+    rows: list[Row],
+    work: Path,
+    settings: TrainSettings,
+    default_scorer: str,
+    progress: bool,
+) -> HealthStop | None:
+    """Train into `work` (DiLoCo replicas, torchrun workers or this process); the health stop
+    that ended it when it is to be walked back (`walkback.walks_back`), None when it finished.
+    Any other failure, a stop to fail on included, is raised as it came."""
+    method, nproc = settings.method, settings.nproc
+    try:
         if settings.diloco.replicas:
             run_diloco(base, data, work, settings)
         elif nproc > 1:
             kw = {"nproc": nproc, "default_scorer": default_scorer, "progress": progress}
             launch_workers(method, base, data, work, settings, kw)
         else:
-            trainer_fn(
+            trainers.get(method)(
                 base,
                 rows,
                 work,
@@ -123,17 +182,28 @@ def train(
                 default_scorer=default_scorer,
                 progress=progress,
             )
-        if not has_trained_output(work):
-            raise PhaseFailed(f"training ({method}) finished without writing an adapter or model")
-        seconds = round(time.perf_counter() - t0, 3)
-        done = {"seconds": seconds, **run_outcome(work), **cut}
-        write_record(work / SETTINGS_FILE, record.model_copy(update=done))
-        shutil.rmtree(work / CHECKPOINTS, ignore_errors=True)
-        os.replace(work, out_dir)
-    except BaseException:
-        keep_or_remove(work)
-        raise
-    return out_dir
+    except PhaseFailed:
+        stop = read_stop(work)
+        if stop is None or not walks_back(stop, settings):
+            raise
+        return stop
+    return None
+
+
+def ending(
+    work: Path, settings: TrainSettings, stop: HealthStop | None, walked: WalkBack | None
+) -> dict[str, Any]:
+    """The record's fields on how training ended: a health stop's step (the budget file lacks
+    the stopped stage), the walk-back, the prompts seen per band up to what is published."""
+    out: dict[str, Any] = {"walk_back": walked}
+    if stop is not None:
+        out |= {"steps_done": stop.step, "train_seconds": None, "stop": "unhealthy"}
+    metrics = work / METRICS_FILE
+    if metrics.is_file():
+        through = walked.step if walked is not None else None
+        rows = read_train_metrics(metrics)
+        out["prompts_by_band"] = band_totals(rows, settings.method, through)
+    return out
 
 
 def count_truncation(
@@ -162,6 +232,12 @@ def has_trained_output(folder: Path) -> bool:
     return (folder / "adapter_config.json").is_file() or (folder / "config.json").is_file()
 
 
+def warmup_file(settings: TrainSettings) -> Path | None:
+    """The file GRPO's SFT warm-up reads instead of the GRPO rows, when there is one."""
+    warms = settings.method in ("grpo", "composite") and settings.sft_warmup_steps > 0
+    return settings.sft_warmup_data if warms else None
+
+
 def run_record(
     base: Path,
     data: Path,
@@ -179,6 +255,7 @@ def run_record(
         data=str(data.resolve()),
         data_sha256=sha256_file(data),
         data_rows=n_rows,
+        warmup_data_sha256=sha256_file(warm) if (warm := warmup_file(settings)) else None,
         allow_contamination=settings.allow_contamination,
         contaminated_rows=hits,
         suite_paths=[str(p) for p in suite_paths],
@@ -187,7 +264,9 @@ def run_record(
     )
 
 
-RESUME_IGNORES = frozenset({"checkpoint", "health", "torch_threads", "data", "max_seconds"})
+RESUME_IGNORES = frozenset(
+    {"checkpoint", "health", "torch_threads", "data", "sft_warmup_data", "max_seconds"}
+)
 """Settings a resumed run may change: they do not change what is trained (the data is
 compared by its sha256; `max_seconds` only when it stops)."""
 
@@ -201,6 +280,8 @@ def run_differences(old: TrainRunRecord, new: TrainRunRecord) -> list[str]:
     ]
     if old.data_sha256 != new.data_sha256:
         out.append("data (sha256)")
+    if old.warmup_data_sha256 != new.warmup_data_sha256:
+        out.append("sft_warmup_data (sha256)")
     if old.base_model_sha256 != new.base_model_sha256:
         out.append("base model (sha256)")
     return out

@@ -4,7 +4,8 @@
 `lora:` and `grpo:` sections): one definition used by the config, `tuneloop train`'s options
 and the trainers. `TrainRunRecord` is written as
 `train_settings.json` next to the adapter: the resolved settings plus what they were applied
-to (data sha256, base model hash) and whether suite contamination was allowed.
+to (data sha256, base model hash), whether suite contamination was allowed, and how training
+ended (steps, seconds, a walk-back to a healthy checkpoint).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from tuneloop.config import TrainConfig
 from tuneloop.records import Record
+from tuneloop.records.train_health import WalkBack
 
 TrainSettings = TrainConfig
 """Every knob of a training run: loop.yaml's `train:` section, as the phase takes it."""
@@ -22,10 +24,12 @@ class TrainRunRecord(Record):
     """`train_settings.json`: what a training run did, to what, with which settings."""
 
     KIND = "train_settings"
-    VERSION = 4
+    VERSION = 5
     """v2: `settings` is the nested `TrainConfig` (`lora.r`, `grpo.group_size`, …); v3 adds
     `steps_done`, `train_seconds` and `stop` (`train.max_seconds`); v4 the truncation counts
-    (`truncated_rows`, `truncated_tokens`, `longest_row`; `lengths.jsonl` has each row's)."""
+    (`truncated_rows`, `truncated_tokens`, `longest_row`; `lengths.jsonl` has each row's); v5
+    `walk_back` (`train.health.on_unhealthy`), `stop: unhealthy`, `prompts_by_band` and
+    `warmup_data_sha256`."""
 
     method: str
     """Training method (`grpo`, `sft`, `dpo` or a plugin name)."""
@@ -41,6 +45,8 @@ class TrainRunRecord(Record):
     """sha256 of the training data file."""
     data_rows: int
     """Rows used for training."""
+    warmup_data_sha256: str | None = None
+    """sha256 of `train.sft_warmup_data` when a warm-up reads it (its path is in `settings`)."""
     allow_contamination: bool
     """True when training was allowed despite prompts matching suite items."""
     contaminated_rows: list[str] = []
@@ -58,7 +64,8 @@ class TrainRunRecord(Record):
     train_seconds: float | None = None
     """Seconds from the first optimizer step to the end (what `train.max_seconds` counts)."""
     stop: str | None = None
-    """Why training ended: `max_seconds` (the budget) or `steps` (`train.steps` reached)."""
+    """Why training ended: `max_seconds` (the budget), `steps` (`train.steps` reached) or
+    `unhealthy` (`train.health` stopped it; `walk_back` says what was published instead)."""
     truncated_rows: int | None = None
     """Rows longer than `train.max_length`, cut to it (None: a method that does not truncate,
     see `train/lengths.py`)."""
@@ -66,3 +73,9 @@ class TrainRunRecord(Record):
     """Tokens those rows lost."""
     longest_row: int | None = None
     """The longest row's tokens, before truncation."""
+    walk_back: WalkBack | None = None
+    """Set when training ended unhealthy and a healthy checkpoint became the adapter
+    (`train.health.on_unhealthy: walk_back`): which one, and why."""
+    prompts_by_band: dict[str, int] = {}
+    """GRPO prompts seen per difficulty band (the corpus's `band` field) up to the published
+    adapter's step: metrics.jsonl's `band_<name>` columns summed; {} when the rows had none."""

@@ -259,3 +259,62 @@ def test_champion_bands_keep_the_informative_prompts(tmp_path, tiny_suite, monke
     # 12 + 30: 2 of 4 right (kept); 7 + 7: always right, 3 + 6 and 2 + 2: never (dropped)
     assert [(r["id"], r["band"], r["pass_rate"]) for r in rows] == [("r1", "medium", 0.5)]
     assert all("band" not in json.loads(line) for line in result.sft_path.open())
+
+
+def test_champion_serve_base_is_the_loops_to_resolve(tmp_path, tiny_suite, monkeypatch):
+    _grpo_log(tmp_path)
+    cfg = tmp_path / "corpus.yaml"
+    cfg.write_text(
+        "sources: [{path: log.jsonl}]\n"
+        "grpo: {accept_min_score: 1.0}\n"
+        "bands:\n  champion: {serve: base, samples: 2}\n  edges: [0, 1]\n  keep: [medium]\n"
+    )
+    # built alone, nothing serves the base: refused before any work, naming the key
+    with pytest.raises(InputError, match=r"bands\.champion\.serve: base .*\(tuneloop run\)"):
+        build_corpus(cfg, tmp_path / "alone", progress=False)
+    assert not (tmp_path / "alone").exists()
+
+    asked = []
+
+    class Client:  # the endpoint the loop passes, answered here
+        def __init__(self, base_url, **kw):
+            asked.append((base_url, kw["api_key"]))
+
+        async def __aenter__(self):
+            return self
+
+        async def __aexit__(self, *exc):
+            return None
+
+        async def complete(self, payload, chat):
+            asked.append(payload["model"])
+            right = payload["messages"][-1]["content"] == "What is 12 + 30?" and payload["seed"]
+            return type("Reply", (), {"text": "42" if right else "0"})()
+
+    from tuneloop.client import completions
+    from tuneloop.data.corpus.champion_rates import Served
+
+    monkeypatch.setattr(completions, "OpenAIClient", Client)
+    served = Served("http://127.0.0.1:8123/v1", "base-model", "k")
+    result = build_corpus(cfg, tmp_path / "out", progress=False, champion=served)
+    rows = [json.loads(line) for line in result.grpo_path.open()]
+    assert [(r["id"], r["pass_rate"]) for r in rows] == [("r1", 0.5)]
+    assert asked[0] == ("http://127.0.0.1:8123/v1", "k")
+    assert set(asked[1:]) == {"base-model"}
+
+
+@pytest.mark.parametrize(
+    ("champion", "message"),
+    [
+        ("{serve: base, base_url: 'http://h/v1', model: m}", "either base_url"),
+        ("{samples: 2}", "either base_url"),
+        ("{base_url: 'http://h/v1'}", "base_url needs model"),
+    ],
+)
+def test_champion_names_one_endpoint(tmp_path, champion, message):
+    from tuneloop.data.corpus import load_corpus_config
+
+    cfg = tmp_path / "corpus.yaml"
+    cfg.write_text(f"sources: [{{path: log.jsonl}}]\nbands:\n  champion: {champion}\n")
+    with pytest.raises(InputError, match=rf"bands\.champion.*{message}"):
+        load_corpus_config(cfg)

@@ -142,6 +142,20 @@ def test_check_refuses_each_defect_with_key_and_line(
     assert_nothing_written(project)
 
 
+def test_a_warmup_file_nothing_reads_is_refused(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warm = "  data: train.jsonl\n  sft_warmup_data: w.jsonl\n"
+    text = GOOD.replace("  data: train.jsonl\n", warm)
+    (project / "loop.yaml").write_text(text)
+    rc, _, err = cli(capsys, monkeypatch, "check", str(project / "loop.yaml"))
+    assert rc == 2
+    line = line_of(text, "  sft_warmup_data:")
+    assert f"train.sft_warmup_data (line {line}): {project / 'w.jsonl'}" in err, err  # missing
+    assert "set train.sft_warmup_steps > 0" in err  # and method sft never reads it
+    assert_nothing_written(project)
+
+
 def test_unknown_scorer_named_by_suite_items_is_refused_with_every_item_line(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -516,3 +530,25 @@ def test_a_vllm_backend_without_a_vllm_environment_is_refused_before_compute(
     line = next(x for x in err.splitlines() if "serve.vllm.env" in x)
     assert f"serve.vllm.env (line {line_of(text, '    env:')}): {project / 'no-env'} " in line
     assert "does not exist" in line and "`scripts/setup --vllm`" in line
+
+
+def test_checkpoints_a_walk_back_could_not_use_are_warned_about(project: Path) -> None:
+    """An abort on collapse with no checkpoint kept has nothing to walk back to (exit 0: the
+    run is still valid, it would fail as before); a bad `on_unhealthy` is refused by name."""
+    text = GOOD.replace(
+        "  data: train.jsonl\n", "  data: train.jsonl\n  health: {on_collapse: abort}\n"
+    )
+    (project / "loop.yaml").write_text(text)
+    ran = tuneloop("check", project / "loop.yaml", cwd=project)
+    assert ran.code == 0, ran.output
+    assert (
+        "warning: train.checkpoint.every (default): 0 keeps no checkpoint, so an unhealthy end "
+        "(train.health.on_collapse: abort) has nothing to walk back to" in ran.stderr
+    )
+    ran = tuneloop("check", project / "loop.yaml", "train.checkpoint.every=5", cwd=project)
+    assert (
+        ran.code == 0
+        and "warning: train.checkpoint.keep (default): 2 checkpoint(s) every 5" in ran.stderr
+    )
+    ran = tuneloop("check", project / "loop.yaml", "train.health.on_unhealthy=retry", cwd=project)
+    ran.assert_input_error("train.health.on_unhealthy", "walk_back", "fail")

@@ -58,3 +58,14 @@ def test_the_objective_menu_names_trls_own_losses(tmp_path: Path) -> None:
     assert TrainSettings().grpo.loss_type == "dr_grpo"
     assert trl("gspo") == ("grpo", "sequence")
     assert [trl(name)[0] for name in ("grpo", "bnpo", "dapo")] == ["grpo", "bnpo", "dapo"]
+
+
+def test_cispo_clips_the_weight_at_its_own_epsilon(tmp_path: Path) -> None:
+    from tuneloop.train.methods.grpo import CISPO_EPSILON_HIGH, grpo_config
+
+    def config(loss: str) -> Any:
+        return grpo_config(TrainSettings(grpo={"loss_type": loss}, batch_size=1), tmp_path, 1)
+
+    assert (config("cispo").loss_type, config("cispo").epsilon_high) == ("cispo", 5.0)
+    assert CISPO_EPSILON_HIGH == 5.0
+    assert config("dapo").epsilon_high is None  # TRL then clips at ε both ways, as PPO does

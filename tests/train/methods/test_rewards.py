@@ -3,8 +3,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tuneloop.plugins import Score
-from tuneloop.train.methods.rewards import completion_text, scorer_reward
+from tuneloop.train.methods.rewards import BANDS, band_counts, completion_text, scorer_reward
 
 
 def _exact(**kw: Any) -> Any:
@@ -59,3 +61,39 @@ def test_trajectory_scorers_get_the_messages_with_their_tool_calls() -> None:
     ]
     # flattened to text there would be no calls at all, and the score would be 1.0
     assert reward(completions=[turn], item=[item]) == [0.5]
+
+
+def test_prompts_are_counted_per_band_once_per_group() -> None:
+    """TRL lays out each prompt's G completions side by side: a run of equal items is one."""
+    a = json.dumps({"answer": "1", "band": "hard"})
+    b = json.dumps({"answer": "2", "band": "medium"})
+    c = json.dumps({"answer": "3", "band": "hard"})
+    plain = json.dumps({"answer": "4"})
+    items = [a, a, a, b, b, b, c, c, c, plain, plain, plain]
+    counts = band_counts(items, [json.loads(i) for i in items])
+    assert counts == {"hard": 2, "medium": 1}
+
+
+def test_the_band_counts_reach_trls_log_metric(monkeypatch: pytest.MonkeyPatch) -> None:
+    logged: list[tuple[str, float]] = []
+    reward = scorer_reward(None, "numeric")
+    hard = json.dumps({"answer": "1", "band": "hard"})
+    plain = json.dumps({"answer": "1"})
+    reward(completions=["1", "2"], item=[plain, plain], log_metric=lambda *kv: logged.append(kv))
+    assert logged == []  # no band seen yet: an unbanded corpus logs nothing
+    reward(completions=["1", "2"], item=[hard, hard], log_metric=lambda *kv: logged.append(kv))
+    assert logged == [("band_easy", 0), ("band_hard", 1), ("band_medium", 0), ("band_unknown", 0)]
+    logged.clear()
+    # under torchrun TRL averages over the processes: each logs its count × the world size
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    reward(completions=["1", "2"], item=[plain, plain], log_metric=lambda *kv: logged.append(kv))
+    assert ("band_hard", 0) in logged  # once seen, every band is logged (0 when absent)
+    logged.clear()
+    reward(completions=["1"], item=[hard], log_metric=lambda *kv: logged.append(kv))
+    assert ("band_hard", 2) in logged
+
+
+def test_the_known_bands_are_the_corpus_builders() -> None:
+    from tuneloop.data.corpus.bands import BANDS as CORPUS_BANDS
+
+    assert set(BANDS) == set(CORPUS_BANDS)

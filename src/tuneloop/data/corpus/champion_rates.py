@@ -8,7 +8,9 @@ client's retries counts as 0, as a missing sample does everywhere in tuneloop. A
 endpoint (wrong URL, key or model) stops the build naming `bands.champion`.
 
 `pass_rates` is the pure core over any `sample(messages, seed) -> text | None`; the HTTP
-shell `champion_pass_rates` only supplies that function.
+shell `champion_pass_rates` only supplies that function. With `bands.champion.serve: base` the
+loop's data phase serves the round's base and passes where it answers (`Served`); outside a
+loop that setting is refused, naming the key.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from tuneloop.data.corpus.config import ChampionSpec
 from tuneloop.data.text import normalized_prompt
@@ -42,8 +44,25 @@ async def pass_rates(
     return {normalized_prompt(r["messages"]): v for r, v in zip(prompts, rates, strict=True)}
 
 
+OUTSIDE_LOOP = (
+    "bands.champion.serve: base samples the loop's base model, served by the loop's data "
+    "phase (tuneloop run); to build this corpus alone, give bands.champion.base_url and model"
+)
+
+
+class Served(NamedTuple):
+    """Where the loop serves the champion for `bands.champion.serve: base`."""
+
+    base_url: str
+    model: str
+    api_key: str | None
+
+
 def champion_pass_rates(
-    prompts: Sequence[dict[str, Any]], spec: ChampionSpec, default_scorer: str = "numeric"
+    prompts: Sequence[dict[str, Any]],
+    spec: ChampionSpec,
+    default_scorer: str = "numeric",
+    served: Served | None = None,
 ) -> dict[str, float]:
     """`pass_rates` against the champion's endpoint (see module docstring)."""
     from tuneloop.client.completions import (
@@ -53,16 +72,21 @@ def champion_pass_rates(
         RequestFailed,
     )
 
-    api_key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
+    if spec.serve is not None:
+        if served is None:
+            raise InputError(OUTSIDE_LOOP)
+        base_url, model, api_key = served
+    else:
+        assert spec.base_url is not None and spec.model is not None  # the spec's validator
+        base_url, model = spec.base_url, spec.model
+        api_key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
 
     async def run() -> dict[str, float]:
-        async with OpenAIClient(
-            spec.base_url, api_key=api_key, concurrency=spec.concurrency
-        ) as client:
+        async with OpenAIClient(base_url, api_key=api_key, concurrency=spec.concurrency) as client:
 
             async def sample(messages: list[dict[str, Any]], seed: int) -> str | None:
                 payload = {
-                    "model": spec.model,
+                    "model": model,
                     "messages": messages,
                     "temperature": spec.temperature,
                     "max_tokens": spec.max_tokens,
@@ -78,4 +102,4 @@ def champion_pass_rates(
     try:
         return asyncio.run(run())
     except EndpointRefused as err:
-        raise InputError(f"bands.champion: {spec.base_url} refused the request: {err}") from None
+        raise InputError(f"bands.champion: {base_url} refused the request: {err}") from None

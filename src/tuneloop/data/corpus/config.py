@@ -105,10 +105,14 @@ class DecontamSpec(Section):
 
 
 class ChampionSpec(Section):
-    base_url: str
+    base_url: str | None = None
     """OpenAI-compatible endpoint serving the champion (a server root or its `/v1`)."""
-    model: str
-    """Model name to request."""
+    model: str | None = None
+    """Model name to request (with `base_url`)."""
+    serve: Literal["base"] | None = None
+    """`base`: inside a loop (`tuneloop run`), the data phase serves the round's base model —
+    the champion it starts from — with the loop's `serve:` settings while it samples, and
+    takes it down before anything else runs; set instead of `base_url` and `model`."""
     samples: int = Field(default=8, ge=1)
     """Completions per prompt (k); the pass rate is the mean score over them."""
     temperature: float = Field(default=1.0, ge=0)
@@ -119,6 +123,14 @@ class ChampionSpec(Section):
     """Environment variable holding the API key, if the endpoint needs one."""
     concurrency: int = Field(default=8, ge=1)
     """Requests in flight."""
+
+    @model_validator(mode="after")
+    def _one_endpoint(self) -> ChampionSpec:
+        if (self.base_url is None) == (self.serve is None):
+            raise ValueError("set either base_url (with model) or serve: base")
+        if self.base_url is not None and self.model is None:
+            raise ValueError("base_url needs model: the model name to request")
+        return self
 
 
 class BandsSpec(Section):

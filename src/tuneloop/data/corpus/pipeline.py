@@ -43,6 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from tuneloop.data.corpus.champion_rates import OUTSIDE_LOOP, Served
 from tuneloop.data.corpus.config import CorpusConfig, load_corpus_config
 from tuneloop.data.corpus.ray import import_ray, row_pass
 from tuneloop.data.corpus.steps import (
@@ -95,15 +96,20 @@ def build_corpus(
     progress: bool = True,
     extra_suites: Sequence[Path] = (),
     executor: Literal["local", "ray"] | None = None,
+    champion: Served | None = None,
 ) -> CorpusResult:
     """Build the corpus described by `config_path` into `out_dir` (see module docstring).
     `extra_suites` are decontaminated against as well (the loop's suites); `executor`
-    overrides the config's `executor.kind`."""
+    overrides the config's `executor.kind`; `champion` is where the loop serves its base for
+    `bands.champion.serve: base`."""
     cfg = with_suites(load_corpus_config(config_path), extra_suites)
     if executor is not None and executor != cfg.executor.kind:
         spec = cfg.executor.model_copy(update={"kind": executor})
         cfg = cfg.model_copy(update={"executor": spec})
     _check_inputs(cfg, config_path)
+    sampled = cfg.bands.champion if cfg.bands is not None else None
+    if sampled is not None and sampled.serve is not None and champion is None:
+        raise InputError(f"{config_path}: {OUTSIDE_LOOP}")
     out_dir = Path(out_dir)
     _check_outputs(cfg, config_path, out_dir)
     with _Progress(progress, total=9) as step:
@@ -133,7 +139,7 @@ def build_corpus(
         remove_contaminated(b, cfg)
         step("bands")
         if cfg.bands is not None:
-            apply_bands(b, cfg)
+            apply_bands(b, cfg, champion)
         step("shuffle")
         random.Random(cfg.seed).shuffle(b.rows)
         b.counts["shuffle"] = len(b.rows)

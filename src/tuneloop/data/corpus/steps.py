@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from tuneloop.data.corpus.bands import band_of, prompt_pass_rates
-from tuneloop.data.corpus.champion_rates import champion_pass_rates
+from tuneloop.data.corpus.champion_rates import Served, champion_pass_rates
 from tuneloop.data.corpus.config import CorpusConfig
 from tuneloop.data.corpus.training_rows import (
     Row,
@@ -214,8 +214,9 @@ def _pair_text(pair: dict[str, Any]) -> str:
     return conversation_text([*pair["prompt"], *pair["chosen"], *pair["rejected"]])
 
 
-def apply_bands(b: Build, cfg: CorpusConfig) -> None:
-    """Tag rows and GRPO prompts with their pass rate and band; drop those not in `keep`."""
+def apply_bands(b: Build, cfg: CorpusConfig, champion: Served | None = None) -> None:
+    """Tag rows and GRPO prompts with their pass rate and band; drop those not in `keep`.
+    `champion`: where the loop serves its base (`bands.champion.serve: base`)."""
     assert cfg.bands is not None
     spec = cfg.bands
     if spec.sample_log is not None:
@@ -223,7 +224,7 @@ def apply_bands(b: Build, cfg: CorpusConfig) -> None:
     else:
         assert spec.champion is not None
         prompts = [grpo_row(r, cfg) for r in b.prompts]
-        rates = champion_pass_rates(prompts, spec.champion, cfg.grpo.scorer or "numeric")
+        rates = champion_pass_rates(prompts, spec.champion, cfg.grpo.scorer or "numeric", champion)
     for output, rows, drop in (("sft", b.rows, b.drop), ("grpo", b.prompts, b.drop_prompts)):
         if output not in spec.outputs:
             continue

@@ -22,7 +22,10 @@ itself, so it is reported with the other validation errors before preflight runs
 
 A replay whose outputs no training reads is warned about, and so is what `tuneloop watch` and
 `status` would refuse in the `flywheel:` section (`flywheel_problems`: a traffic path that does
-not exist; their `semantic`, so that a schema error hides none of it). The other warning is
+not exist; their `semantic`, so that a schema error hides none of it), and checkpoints a
+walk-back after an unhealthy end could not use (`train.walkback.walk_back_problems`: none
+kept while `on_collapse: abort` or `reward_drop` asks for one, or too few to reach past a
+collapse window). The other warning is
 about the gate's power (`gate_power.py`): the minimum detectable effect (MDE) of the gate
 slice's size, one-sided at gate.alpha with 80% power (Miller 2024; the formula of
 `tuneloop.stats.power`). The gate promotes only when Δ ≥ margin *and* the one-sided test is

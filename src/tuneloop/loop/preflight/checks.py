@@ -143,6 +143,14 @@ def _check_paths(cfg: LoopConfig, found: Findings) -> None:
     _check_path(found, "suite.path", cfg.suite.path, "file")
     if cfg.train.data is not None:
         _check_path(found, "train.data", cfg.train.data, "file")
+    if cfg.train.sft_warmup_data is not None:
+        _check_path(found, "train.sft_warmup_data", cfg.train.sft_warmup_data, "file")
+        if cfg.train.method not in ("grpo", "composite") or cfg.train.sft_warmup_steps == 0:
+            found.error(
+                "train.sft_warmup_data",
+                "is read only by a GRPO or composite warm-up: set train.sft_warmup_steps > 0 "
+                "(method grpo or composite), or remove it",
+            )
     if cfg.data.corpus is not None and _check_path(found, "data.corpus", cfg.data.corpus, "file"):
         from tuneloop.data.corpus import load_corpus_config
 
@@ -242,14 +250,18 @@ def _check_training(cfg: LoopConfig, found: Findings) -> None:
     deepspeed or bitsandbytes, 4-bit without a GPU), `train.diloco` settings DiLoCo refuses
     (steps not a multiple of inner_steps, a method other than sft, a lighthouse that is no
     URL), and a `train.data` file whose rows training would refuse (a broken JSON line, a row
-    the method cannot read): all found before eval_pre spends compute."""
+    the method cannot read): all found before eval_pre spends compute. Checkpoints a walk-back
+    cannot use (`train.health.on_unhealthy`) are a warning."""
     if cfg.merge.zero_adapter:
         return  # the control arm trains nothing
     from tuneloop.train.distributed.diloco import diloco_problems
     from tuneloop.train.strategy import strategy_problems
+    from tuneloop.train.walkback import walk_back_problems
 
     for key, message in [*strategy_problems(cfg.train), *diloco_problems(cfg.train)]:
         found.error(key, message)
+    for key, message in walk_back_problems(cfg.train):
+        found.warn(key, message)
     data = cfg.train.data
     if data is not None and data.is_file() and os.access(data, os.R_OK):
         problem = _train_rows_problem(data, cfg.train.method)

@@ -6,10 +6,13 @@ Like Training": no length or std normalisation bias) and beta 0 (no reference mo
 DAPO / Dr. GRPO), which halves memory and time on small models. `batch_size` counts *prompts*
 per step; TRL's per-device batch counts completions, so it is batch_size × group_size / nproc.
 With `sft_warmup_steps > 0` the same LoRA adapter is first trained by SFT on the references
-(see sft.py), then GRPO continues from it: a tiny base model that never answers correctly
-yields groups with zero reward spread and so no GRPO signal at all.
+(see sft.py) — of the GRPO prompts, or of `sft_warmup_data` —, then GRPO continues from it:
+a tiny base model that never answers correctly yields groups with zero reward spread and so no
+GRPO signal at all.
 
-The objective menu (`grpo.loss_type`) only names TRL's own losses: `gspo` is TRL's `grpo` loss
+The objective menu (`grpo.loss_type`) only names TRL's own losses (`cispo`: Khatri et al. 2025,
+"The Art of Scaling RL Compute", clipped importance weights as a stop-gradient coefficient,
+with its ε_max of 5): `gspo` is TRL's `grpo` loss
 with `importance_sampling_level="sequence"` (Zheng et al. 2025, GSPO). With one update per
 generation (TRL's default `num_iterations=1`) every ratio is 1 and GSPO's gradient equals
 `grpo`'s; they part once samples are reused (`extra: {num_iterations: 2}`).
@@ -31,7 +34,7 @@ from tuneloop.train.common import (
     per_device,
     without_printer,
 )
-from tuneloop.train.data import Row, grpo_rows, sft_rows
+from tuneloop.train.data import Row, grpo_rows, read_rows, sft_rows
 from tuneloop.train.health import fit
 from tuneloop.train.methods.rewards import scorer_reward
 from tuneloop.train.methods.sft import build_sft_trainer
@@ -45,8 +48,12 @@ OBJECTIVES = {
     "dapo": ("dapo", "token"),
     "bnpo": ("bnpo", "token"),
     "gspo": ("grpo", "sequence"),
+    "cispo": ("cispo", "token"),
 }
 """`grpo.loss_type` → TRL's (`loss_type`, `importance_sampling_level`)."""
+CISPO_EPSILON_HIGH = 5.0
+"""CISPO's upper clip on the importance weight (ε_max), the ScaleRL paper's value (Khatri et
+al. 2025) and TRL's documented recommendation; TRL's default (ε = 0.2) is PPO's."""
 
 
 def grpo_config(s: TrainSettings, out_dir: Path, nproc: int, stage: str = "grpo") -> Any:
@@ -64,6 +71,7 @@ def grpo_config(s: TrainSettings, out_dir: Path, nproc: int, stage: str = "grpo"
         loss_type=loss_type,
         importance_sampling_level=level,
         log_completions=False,
+        epsilon_high=CISPO_EPSILON_HIGH if loss_type == "cispo" else None,
     )
 
 
@@ -111,10 +119,11 @@ def warm_started(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, *
             "learning_rate": s.sft_warmup_learning_rate or s.learning_rate,
         }
     )
+    warm_rows = read_rows(s.sft_warmup_data) if s.sft_warmup_data is not None else rows
     warm = build_sft_trainer(
         model,
         tokenizer,
-        sft_rows(rows),
+        sft_rows(warm_rows),
         warm_settings,
         out_dir=out_dir,
         nproc=kw.get("nproc", 1),
