@@ -16,7 +16,8 @@ evaluation restricted to the suite's **dev** slice (`eval.slice: dev`; the slice
 - every arm gets the same `train.max_seconds`, counted from its first optimizer step; the
   table reports its steps and trained seconds from `train_settings.json`.
 
-The arms vary one setting at a time around the centre (`loop_grpo.yaml`'s own recipe): the
+The arms vary one setting at a time around the centre (`loop_grpo.yaml`'s recipe without its
+KL term, as the sweep found it): the
 loss type among TRL's (`dr_grpo`, `dapo`, `grpo`, `cispo`), the KL coefficient β, the learning
 rate, the group size, the sampling temperature and the band edges (the prompts kept by the
 champion's pass rate). Three more arms say what each step contributes: GRPO without the
@@ -48,9 +49,11 @@ MAX_STEPS = 100_000
 
 
 def centre() -> dict[str, Any]:
-    """The centre arm: `loop_grpo.yaml`'s own `train:` section."""
-    cfg = yaml.safe_load((HERE / "loop_grpo.yaml").read_text())
-    return dict(cfg["train"])
+    """The centre arm: `loop_grpo.yaml`'s `train:` section as the sweep found it, before its
+    winner (`kl 0.04`) was committed there: without a KL term (`grpo.beta` 0)."""
+    train = dict(yaml.safe_load((HERE / "loop_grpo.yaml").read_text())["train"])
+    train["grpo"] = {**train["grpo"], "beta": 0.0}
+    return train
 
 
 def varied(path: str, value: Any) -> dict[str, Any]:
