@@ -32,18 +32,16 @@ from __future__ import annotations
 import argparse
 import platform
 import shutil
-import subprocess
-import sys
 import time
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import yaml
+from rounds import TUNELOOP, round_figures, sh, tag_change
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-TUNELOOP = Path(sys.executable).parent / "tuneloop"
 MAX_STEPS = 100_000
 """`train.steps` of every arm: an upper bound; the budget (`train.max_seconds`) ends them."""
 COMPOSITE_LR = 0.0001
@@ -68,11 +66,6 @@ ARMS: dict[str, dict[str, Any]] = {
         "composite": {"alpha": 0.5, "beta": 0.5, "pairs": "replay/dpo.jsonl"},
     },
 }
-
-
-def sh(*args: str | Path, check: bool = True) -> None:
-    print("$", " ".join(str(a) for a in args), flush=True)
-    subprocess.run([str(a) for a in args], check=check)
 
 
 def rows(path: Path) -> int:
@@ -106,48 +99,15 @@ def loop_config(work: Path, train: dict[str, Any]) -> Path:
 
 
 def measure_arm(name: str, arm: dict[str, Any], work: Path, seconds: float) -> dict[str, Any]:
-    from tuneloop.loop.state import RunState
-    from tuneloop.records import read_record
-    from tuneloop.report.record import DeltaReport
-    from tuneloop.train.settings import TrainRunRecord
-
     slug = name.split(" ")[0].strip("(")
     loop = work / "loop"
-    # the later phases (capstone, report.html) are not part of the measurement
-    sh(TUNELOOP, "run", loop_config(work, train_section(arm, work, seconds)), check=False)
-    state = read_record(loop / "state.json", RunState)
-    if state.phases["report"].status != "done":
-        raise SystemExit(f"{name}: the round stopped before its report; see {loop}/state.json")
-    delta = read_record(loop / "report" / "delta.json", DeltaReport)
-    trained = read_record(loop / "train" / "adapter" / "train_settings.json", TrainRunRecord)
-    if trained.stop != "max_seconds":
-        raise SystemExit(f"{name}: training ended by {trained.stop}, not the budget")
+    figures = round_figures(loop_config(work, train_section(arm, work, seconds)), loop, name)
+    if figures["stop"] != "max_seconds":
+        raise SystemExit(f"{name}: training ended by {figures['stop']}, not the budget")
     kept = work / "arms" / slug
     shutil.rmtree(kept, ignore_errors=True)
     shutil.copytree(loop / "report", kept)
-    return {
-        "arm": name,
-        "rows": rows(work / arm["data"]),
-        "lr": trained.settings["learning_rate"],
-        "steps": trained.steps_done,
-        "seconds": trained.train_seconds,
-        "pre": delta.pre.mean,
-        "post": delta.post.mean,
-        "delta": delta.delta,
-        "ci": delta.delta_ci,
-        "p": delta.p_two_sided,
-        "n": delta.n_items,
-        "flips": (delta.flips.wrong_to_right, delta.flips.right_to_wrong),
-        "tags": {d.tag: (d.pre_mean, d.post_mean) for d in delta.per_tag},
-    }
-
-
-def kind(result: dict[str, Any], tag: str) -> str:
-    """`pre → post` pass@1 on the items with one tag."""
-    if tag not in result["tags"]:
-        return "n/a"
-    pre, post = result["tags"][tag]
-    return f"{100 * pre:.1f}% → {100 * post:.1f}%"
+    return figures | {"rows": rows(work / arm["data"])}
 
 
 def table(results: list[dict[str, Any]], seconds: float, replay: Any) -> str:
@@ -169,7 +129,7 @@ def table(results: list[dict[str, Any]], seconds: float, replay: Any) -> str:
             f"| {r['arm']} | {r['rows']} | {r['lr']:g} | {r['steps']} | {r['seconds']:.1f} "
             f"| {100 * r['post']:.1f}% | {pp(r['delta'])} | {pp(lo)} to {pp(hi)} "
             f"| {r['p']:.3g} | {r['flips'][0]} / {r['flips'][1]} "
-            f"| {kind(r, 'words')} | {kind(r, 'symbolic')} |"
+            f"| {tag_change(r, 'words')} | {tag_change(r, 'symbolic')} |"
         )
     rates = ", ".join(
         f"{t.name} {100 * (t.pass_rate or 0):.1f}% ({t.passed}/{t.scored})" for t in replay.teachers

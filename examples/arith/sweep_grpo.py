@@ -32,18 +32,16 @@ import argparse
 import copy
 import platform
 import shutil
-import subprocess
-import sys
 import time
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import yaml
+from rounds import round_figures, tag_change
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-TUNELOOP = Path(sys.executable).parent / "tuneloop"
 MAX_STEPS = 100_000
 """`train.steps` of every arm: an upper bound; the budget (`train.max_seconds`) ends them."""
 
@@ -82,11 +80,6 @@ ARMS: dict[str, dict[str, Any]] = {
 `sft` replaces GRPO by SFT on the warm-up's data (the warm-up alone, and SFT for the whole
 budget: what GRPO's seconds would have bought as SFT); `bands.edges` changes the corpus
 config (keep `medium`: 0 < pass rate < 0.75), so it runs last, its data phase on its own."""
-
-
-def sh(*args: str | Path, check: bool = True) -> int:
-    print("$", " ".join(str(a) for a in args), flush=True)
-    return subprocess.run([str(a) for a in args], check=check).returncode
 
 
 def set_key(section: dict[str, Any], dotted: str, value: Any) -> None:
@@ -147,46 +140,14 @@ def loop_config(work: Path, change: dict[str, Any], seconds: float) -> Path:
 
 
 def measure_arm(name: str, change: dict[str, Any], work: Path, seconds: float) -> dict[str, Any]:
-    from tuneloop.loop.state import RunState
-    from tuneloop.records import read_record
-    from tuneloop.report.record import DeltaReport
-    from tuneloop.train.settings import TrainRunRecord
-
     loop = work / "loop"
-    sh(TUNELOOP, "run", loop_config(work, change, seconds), check=False)
-    state = read_record(loop / "state.json", RunState)
-    if state.phases["report"].status != "done":
-        raise SystemExit(f"{name}: the round stopped before its report; see {loop}/state.json")
-    delta = read_record(loop / "report" / "delta.json", DeltaReport)
-    trained = read_record(loop / "train" / "adapter" / "train_settings.json", TrainRunRecord)
+    figures = round_figures(loop_config(work, change, seconds), loop, name)
     kept = work / "arms" / name.replace(" ", "_")
     shutil.rmtree(kept, ignore_errors=True)
     shutil.copytree(loop / "report", kept)
     shutil.copy(loop / "train" / "adapter" / "metrics.jsonl", kept / "metrics.jsonl")
     prompts = sum(1 for line in (loop / "data" / "grpo.jsonl").open() if line.strip())
-    return {
-        "arm": name,
-        "change": change,
-        "prompts": prompts,
-        "steps": trained.steps_done,
-        "seconds": trained.train_seconds,
-        "stop": trained.stop,
-        "pre": delta.pre.mean,
-        "post": delta.post.mean,
-        "delta": delta.delta,
-        "ci": delta.delta_ci,
-        "p": delta.p_two_sided,
-        "n": delta.n_items,
-        "flips": (delta.flips.wrong_to_right, delta.flips.right_to_wrong),
-        "tags": {d.tag: (d.pre_mean, d.post_mean) for d in delta.per_tag},
-    }
-
-
-def kind(result: dict[str, Any], tag: str) -> str:
-    if tag not in result["tags"]:
-        return "n/a"
-    pre, post = result["tags"][tag]
-    return f"{100 * pre:.1f}% → {100 * post:.1f}%"
+    return figures | {"change": change, "prompts": prompts}
 
 
 def table(results: list[dict[str, Any]], seconds: float) -> str:
@@ -208,7 +169,7 @@ def table(results: list[dict[str, Any]], seconds: float) -> str:
             f"| {r['arm']} | {r['prompts']} | {r['steps']} | {r['seconds']:.1f} "
             f"| {100 * r['post']:.1f}% | {pp(r['delta'])} | {pp(lo)} to {pp(hi)} "
             f"| {r['p']:.3g} | {r['flips'][0]} / {r['flips'][1]} "
-            f"| {kind(r, 'words')} | {kind(r, 'symbolic')} |"
+            f"| {tag_change(r, 'words')} | {tag_change(r, 'symbolic')} |"
         )
     return "\n".join(lines)
 
