@@ -132,6 +132,23 @@ def test_sft_on_the_teacher_rows(
     assert seen["settings"].composite.pairs is None
 
 
+def test_self_distillation_hints_default_to_the_replay_answers(
+    tmp_path: Path, teachers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    composite = {"alpha": 0.1, "hint_source": "replay"}
+    seen = _round(
+        tmp_path, teachers.url, monkeypatch, train={"method": "composite", "composite": composite}
+    )
+    assert seen["settings"].composite.hint_rows == tmp_path / "work" / "replay" / REPLAY_SFT
+    assert seen["settings"].composite.pairs is None  # beta 0: no pairs read
+    # without a replay there is nothing to default to: refused, naming the key
+    config = fakeloop.write_config(tmp_path, train={"method": "composite", "composite": composite})
+    problems = dict(replay_problems(load_config(config)))
+    assert (
+        "hint_source: replay needs the teachers' answers" in problems["train.composite.hint_rows"]
+    )
+
+
 def test_replay_problems_name_their_keys(tmp_path: Path) -> None:
     config = fakeloop.write_config(
         tmp_path,

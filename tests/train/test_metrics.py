@@ -44,3 +44,20 @@ def test_the_grpo_diagnostics_get_stable_names() -> None:
         "band_medium": 2.0,
     }
     assert metrics_row({"cispo_clip_ratio": 0.1}, 1, None, "grpo")["clip_ratio"] == 0.1
+
+
+def test_a_budgeted_bar_counts_steps_and_time_not_a_remaining_time(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from tuneloop.train.metrics import MetricsCallback
+
+    state = SimpleNamespace(is_world_process_zero=True, max_steps=100_000, global_step=0)
+    totals = {}
+    for budget in (None, 120.0):
+        bar = MetricsCallback(tmp_path / "m.jsonl", phase="grpo")
+        bar.budget_s = budget
+        bar.on_train_begin(None, state, None)
+        totals[budget] = bar._progress.tasks[0].total
+        bar.on_train_end(None, state, None)
+    # steps bound the run: a fraction of them; a budget bounds it: no fraction of 100,000 steps
+    assert totals == {None: 100_000, 120.0: None}

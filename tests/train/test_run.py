@@ -105,7 +105,6 @@ def test_grpo_with_sft_warmup_logs_both_phases(
     assert [r["phase"] for r in rows] == ["sft_warmup"] * 2 + ["grpo"] * 2
 
 
-
 def test_grpo_warms_up_on_its_own_file(tiny_model: Path, prompts: Path, tmp_path: Path) -> None:
     from tuneloop.records import sha256_file
 

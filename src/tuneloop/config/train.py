@@ -62,10 +62,37 @@ class CompositeConfig(Section):
     in the loop, None reads the replay phase's pairs (`replay/dpo.decontaminated.jsonl`)."""
     pairs_batch_size: int = Field(default=2, gt=0)
     """Preference pairs drawn per step for replay-DPO."""
+    divergence: Literal["reverse_kl", "forward_kl", "jsd"] = "reverse_kl"
+    """Self-distillation's divergence per completion token: `reverse_kl` KL(student ‖ teacher),
+    `forward_kl` KL(teacher ‖ student), or `jsd`, GKD's generalised Jensen-Shannon divergence
+    with `jsd_beta` (train/methods/divergence.py)."""
+    jsd_beta: float = Field(default=0.5, ge=0, le=1)
+    """`jsd` only: the teacher's weight in the mixture, in TRL's GKD convention (0 is forward
+    KL, 1 reverse KL, 0.5 the symmetric JSD)."""
+    top_k: int | None = Field(default=None, gt=0)
+    """Compare only the teacher's top k tokens at each position, both sides renormalised over
+    them (biased: the student's mass elsewhere goes unpunished); None = the full vocabulary."""
+    hint_source: Literal["field", "replay", "scorer_feedback"] = "field"
+    """The teacher's hint: `field` (each row's `hint_field`), `replay` (the teacher replay's
+    passing answer to the same prompt, read from `hint_rows`; prompts no teacher passed are
+    not distilled) or `scorer_feedback` (the scorer's verdict on the student's own failed
+    sample, such as "wrong answer; extracted: 16; expected: 15"; passing samples are not
+    distilled)."""
+    hint_rows: ConfigPath | None = None
+    """`hint_source: replay`: the replay's distillation rows (its `sft.jsonl`: each prompt with
+    the teacher's passing answer), matched to the training prompts by their messages; in the
+    loop, None reads the replay phase's (`replay/sft.decontaminated.jsonl`)."""
     hint_field: str = "answer"
-    """Row field with the teacher's privileged context (the reference answer or a hint)."""
+    """`hint_source: field`: the row field with the teacher's privileged context (the reference
+    answer or a hint)."""
     hint_template: str = "\n\n(Reference answer: {hint})"
-    """Appended to the last user turn of the teacher's prompt; `{hint}` is the hint field."""
+    """The hint as the teacher reads it: `{hint}` is replaced by the hint."""
+    hint_placement: Literal["append", "replace"] = "append"
+    """`append`: the filled template is appended to the last user turn of the teacher's
+    prompt; `replace`: it replaces that turn's text (a restatement of the question)."""
+    teacher: Literal["current", "base"] = "current"
+    """The teacher's weights: `current`, the model as it trains (adapter on: the target moves
+    with the student); `base`, the frozen base model (adapter off: a fixed target)."""
 
     @model_validator(mode="after")
     def _hint_slot(self) -> CompositeConfig:

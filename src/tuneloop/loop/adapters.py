@@ -25,6 +25,7 @@ from tuneloop.loop.context import (
 )
 from tuneloop.loop.corpus_data import (
     bands_serve_base,
+    composite_hint_rows,
     composite_pairs,
     corpus_file,
     corpus_output,
@@ -217,12 +218,13 @@ def train_data(cfg: LoopConfig, run: RunLayout) -> Path:
 
 
 def train_settings(cfg: LoopConfig, run: RunLayout) -> TrainConfig:
-    """`train:` with composite's replay-DPO pairs resolved (the replay phase's by default)."""
+    """`train:` with composite's replay-DPO pairs and self-distillation hints resolved (the
+    replay phase's by default)."""
     c = cfg.train.composite
-    pairs = composite_pairs(cfg, run)
-    if pairs == c.pairs:
+    resolved = {"pairs": composite_pairs(cfg, run), "hint_rows": composite_hint_rows(cfg, run)}
+    if resolved == {"pairs": c.pairs, "hint_rows": c.hint_rows}:
         return cfg.train
-    return cfg.train.model_copy(update={"composite": c.model_copy(update={"pairs": pairs})})
+    return cfg.train.model_copy(update={"composite": c.model_copy(update=resolved)})
 
 
 def run_train(ctx: PhaseContext) -> None:

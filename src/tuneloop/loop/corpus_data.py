@@ -126,6 +126,16 @@ def replay_problems(cfg: LoopConfig) -> list[tuple[str, str]]:
             )
         )
     composite = cfg.train.method == "composite" and not cfg.merge.zero_adapter
+    hints = c.alpha > 0 and c.hint_source == "replay" and c.hint_rows is None
+    if composite and hints and r.teachers is None:
+        found.append(
+            (
+                "train.composite.hint_rows",
+                "train.composite.hint_source: replay needs the teachers' answers: set "
+                "train.composite.hint_rows (a replay's sft.jsonl), or a replay: section (its "
+                "distillation rows are then the default)",
+            )
+        )
     if composite and c.beta > 0 and c.pairs is None and r.teachers is None:
         found.append(
             (
@@ -146,10 +156,13 @@ def replay_unused(cfg: LoopConfig) -> str | None:
     c = cfg.train.composite
     if cfg.train.method == "composite" and c.beta > 0 and c.pairs is None:
         return None
+    hints = c.alpha > 0 and c.hint_source == "replay" and c.hint_rows is None
+    if cfg.train.method == "composite" and hints:
+        return None
     return (
         "the replay phase runs, but training reads none of its outputs: set data.output: "
         "replay_sft | replay_dpo, or train.method: composite with train.composite.beta > 0 "
-        "and train.composite.pairs unset"
+        "and train.composite.pairs unset (or alpha > 0 with hint_source: replay)"
     )
 
 
@@ -160,6 +173,18 @@ def composite_pairs(cfg: LoopConfig, run: RunLayout) -> Path | None:
     if c.pairs is not None or c.beta == 0 or cfg.replay.teachers is None:
         return c.pairs
     return run.replay / REPLAY_DPO
+
+
+def composite_hint_rows(cfg: LoopConfig, run: RunLayout) -> Path | None:
+    """The teacher answers self-distillation hints come from (`hint_source: replay`):
+    train.composite.hint_rows, else the replay phase's decontaminated distillation rows (when
+    alpha > 0 and a replay ran), else None. Hints need no decontamination of their own: one
+    attaches only to a training prompt, which already is."""
+    c = cfg.train.composite
+    reads = c.alpha > 0 and c.hint_source == "replay"
+    if c.hint_rows is not None or not reads or cfg.replay.teachers is None:
+        return c.hint_rows
+    return run.replay / REPLAY_SFT
 
 
 def bands_serve_base(cfg: LoopConfig) -> bool:

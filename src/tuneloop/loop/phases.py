@@ -158,6 +158,7 @@ PHASES: tuple[Phase, ...] = (
             {"base_model": c.base, "suite": c.suite.path}
             | ({"data": c.train.data} if c.train.data else {})
             | ({"pairs": c.train.composite.pairs} if c.train.composite.pairs else {})
+            | ({"hint_rows": c.train.composite.hint_rows} if c.train.composite.hint_rows else {})
             | ({"sft_warmup_data": c.train.sft_warmup_data} if c.train.sft_warmup_data else {})
         ),
         config=lambda c: (

@@ -40,7 +40,7 @@ from transformers import TrainerCallback
 from tuneloop.config.health import HealthConfig
 from tuneloop.errors import PhaseFailed
 from tuneloop.train.budget import BudgetCallback
-from tuneloop.train.metrics import metrics_row
+from tuneloop.train.metrics import MetricsCallback, metrics_row
 from tuneloop.train.resume import checkpoint_step, kept_checkpoint, last_checkpoint, trim_metrics
 from tuneloop.train.settings import TrainSettings
 from tuneloop.train.signals import collapse_bounds, collapse_warning, nonfinite
@@ -114,6 +114,9 @@ def fit(trainer: Any, s: TrainSettings, stage: str) -> Any:
     prepare(trainer)
     trainer.add_callback(HealthCallback(s.health, phase=stage, checkpoints=folder, run_dir=run_dir))
     trainer.add_callback(BudgetCallback(s.max_seconds, stage=stage, run_dir=run_dir))
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, MetricsCallback):  # the bar shows the clock that ends it
+            callback.budget_s = s.max_seconds
     resume = last_checkpoint(folder)
     step = (checkpoint_step(resume) or 0) if resume is not None else 0
     if resume is not None and is_main_process():

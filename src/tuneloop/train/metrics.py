@@ -62,20 +62,41 @@ class MetricsCallback(TrainerCallback):  # type: ignore[misc]
         self._task: Any = None
         self._t0: float | None = None
         self._times: list[float] = []
+        self.budget_s: float | None = None
+        """`train.max_seconds` (set by `health.fit`): the clock, not the step count, then ends
+        training, so the bar shows the steps done and the time spent, not a remaining time
+        computed from `train.steps`, which is only an upper bound."""
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         if not (state.is_world_process_zero and self.progress_enabled):
             return
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            ProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
+        clock: ProgressColumn
+        if self.budget_s is None:
+            count, clock, total = (
+                "{task.completed}/{task.total}",
+                TimeRemainingColumn(),
+                state.max_steps,
+            )
+        else:
+            count = f"{{task.completed}} of ≤ {state.max_steps} steps, budget {self.budget_s:g} s,"
+            clock, total = TimeElapsedColumn(), None
         self._progress = Progress(
             TextColumn(f"[bold]{self.phase}"),
             BarColumn(),
-            TextColumn("{task.completed}/{task.total} {task.fields[info]}"),
-            TimeRemainingColumn(),
+            TextColumn(count + " {task.fields[info]}"),
+            clock,
             transient=False,
         )
-        self._task = self._progress.add_task(self.phase, total=state.max_steps, info="")
+        self._task = self._progress.add_task(self.phase, total=total, info="")
         self._progress.start()
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:

@@ -26,7 +26,9 @@ from tuneloop.registry import scorers
 from tuneloop.train.common import load_model, load_tokenizer
 from tuneloop.train.data import grpo_rows, read_rows
 from tuneloop.train.methods.composite import build_composite_trainer, composite_rows
+from tuneloop.train.methods.divergence import Divergence, divergence_loss
 from tuneloop.train.methods.grpo import build_grpo_trainer
+from tuneloop.train.methods.selfdistill import feedback_hint
 from tuneloop.train.run import train
 from tuneloop.train.settings import TrainSettings
 
@@ -57,12 +59,12 @@ def pairs(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "pairs.jsonl", rows)
 
 
-def _settings(steps: int = 3, **composite: Any) -> TrainSettings:
+def _settings(steps: int = 3, scorer: str = "test_first_char", **composite: Any) -> TrainSettings:
     return TrainSettings(
         method="composite",
         steps=steps,
         batch_size=2,
-        grpo={"group_size": 4, "max_completion_length": 4, "scorer": "test_first_char"},
+        grpo={"group_size": 4, "max_completion_length": 4, "scorer": scorer},
         lora={"r": 4, "alpha": 8},
         learning_rate=5e-2,
         seed=0,
@@ -119,20 +121,24 @@ def _check_teacher_sees_its_own_rows_answer(tokenizer: Any, inputs: dict) -> Non
         assert f"What is {a} + {b}?\n\n(Reference answer: {int(a) + int(b)})" in teacher
 
 
-def _first_batch(base: Path, prompts: Path, pairs: Path, out: Path) -> tuple[Any, Any, Any]:
-    """(trainer, its model in train mode, the first prepared batch) with every channel on."""
+def _first_batch(
+    base: Path, prompts: Path, pairs: Path, out: Path, **more: Any
+) -> tuple[Any, Any, Any]:
+    """(trainer, its model in train mode, the first prepared batch) with every channel on
+    (`more`: the reward's `scorer`, more of train.composite's settings)."""
     import torch
 
-    s = _settings(steps=1, alpha=1.0, beta=1.0, pairs=pairs)
+    s = _settings(steps=1, alpha=1.0, beta=1.0, pairs=pairs, **more)
+    replay = read_rows(s.composite.hint_rows) if s.composite.hint_rows else None
     torch.manual_seed(0)
     trainer = build_composite_trainer(
         load_model(base),
         load_tokenizer(base),
-        composite_rows(read_rows(prompts), s),
+        composite_rows(read_rows(prompts), s, replay),
         s,
         out_dir=out,
         nproc=1,
-        default_scorer="x",
+        default_scorer="numeric",
         pairs=read_rows(pairs),
     )
     model = trainer.model
@@ -165,14 +171,18 @@ def test_each_channel_has_a_finite_nonzero_gradient(
     assert all(math.isfinite(n) and n > 0 for n in norms.values()), norms
 
 
+@pytest.mark.parametrize("divergence", ["reverse_kl", "jsd"])
 def test_self_distillation_through_the_chunked_head_is_the_full_logits_loss(
-    tiny_model: Path, prompts: Path, pairs: Path, tmp_path: Path
+    divergence: str, tiny_model: Path, prompts: Path, pairs: Path, tmp_path: Path
 ) -> None:
     """The trainer checks the head once and takes the chunked path; the full-logits path on
-    the same batch gives the same loss and the same gradient."""
+    the same batch gives the same loss and the same gradient, for the configured divergence."""
     import torch
 
-    trainer, model, inputs = _first_batch(tiny_model, prompts, pairs, tmp_path / "out")
+    trainer, model, inputs = _first_batch(
+        tiny_model, prompts, pairs, tmp_path / "out", divergence=divergence
+    )
+    assert trainer.distill.divergence == Divergence(divergence)  # type: ignore[arg-type]
     results = {}
     for chunked in (None, False):
         trainer.chunked = chunked
@@ -188,6 +198,115 @@ def test_self_distillation_through_the_chunked_head_is_the_full_logits_loss(
     assert len(chunked_grads) == len(full_grads) > 0
     pairs = zip(chunked_grads, full_grads, strict=True)
     assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-7) for a, b in pairs)
+
+
+def test_scorer_feedback_teachers_read_the_scorers_verdict_on_each_failed_sample(
+    tiny_model: Path, prompts: Path, pairs: Path, tmp_path: Path
+) -> None:
+    """Each sample's teacher prompt is its own prompt plus what the numeric scorer said about
+    that very sample; a passing sample has no hint and is left out of the loss."""
+    trainer, model, inputs = _first_batch(
+        tiny_model,
+        prompts,
+        pairs,
+        tmp_path / "out",
+        scorer="numeric",
+        hint_source="scorer_feedback",
+        hint_template="\n\n(Feedback: {hint})",
+    )
+    score = scorers.get("numeric")()
+    decode = trainer.processing_class.batch_decode
+    students = decode(inputs["prompt_ids"], skip_special_tokens=True)
+    teachers = decode(inputs["teacher_prompt_ids"], skip_special_tokens=True)
+    completions = decode(inputs["completion_ids"], skip_special_tokens=True)
+    for student, teacher, completion, hinted in zip(
+        students, teachers, completions, inputs["hinted"].tolist(), strict=True
+    ):
+        question = re.search(r"What is (\d) \+ (\d)\?", student)
+        assert question is not None
+        a, b = question.groups()
+        hint = feedback_hint(score({"answer": str(int(a) + int(b))}, completion))
+        assert hinted == float(hint is not None)
+        said = "" if hint is None else f"\n\n(Feedback: {hint})"
+        assert teacher == student.replace(question.group(0), question.group(0) + said)
+    assert inputs["hinted"].sum() > 0  # a random model fails most samples
+    loss = trainer.self_distill_loss(model, inputs)
+    assert math.isfinite(loss.item()) and loss.item() > 0
+
+
+def test_replay_hints_distill_only_the_prompts_a_teacher_answered(
+    tiny_model: Path, prompts: Path, pairs: Path, tmp_path: Path
+) -> None:
+    """Half the prompts have a replay answer: those are hinted with it, the rest are not, and
+    a batch without any hinted sample has a self-distillation loss of exactly 0."""
+    rows = read_rows(prompts)
+    answered = [r.data for r in rows[::2]]
+    replay = write_jsonl(
+        tmp_path / "sft.jsonl",
+        [
+            {"messages": [*r["messages"], {"role": "assistant", "content": r["answer"]}]}
+            for r in answered
+        ],
+    )
+    trainer, model, inputs = _first_batch(
+        tiny_model, prompts, pairs, tmp_path / "out", hint_source="replay", hint_rows=replay
+    )
+    teachers = trainer.processing_class.batch_decode(
+        inputs["teacher_prompt_ids"], skip_special_tokens=True
+    )
+    with_answer = {r["messages"][0]["content"] for r in answered}
+    students = trainer.processing_class.batch_decode(inputs["prompt_ids"], skip_special_tokens=True)
+    for student, teacher, hinted in zip(students, teachers, inputs["hinted"].tolist(), strict=True):
+        question = re.search(r"What is \d \+ \d\?", student).group(0)  # type: ignore[union-attr]
+        assert hinted == float(question in with_answer)
+        assert ("(Reference answer: " in teacher) == (question in with_answer)
+    none = {**inputs, "hinted": inputs["hinted"] * 0}
+    assert trainer.self_distill_loss(model, none).item() == 0.0
+
+
+def test_a_base_teacher_runs_without_the_adapter(
+    tiny_model: Path, prompts: Path, pairs: Path, tmp_path: Path
+) -> None:
+    """`teacher: base`: whatever the adapter has learned, the teacher is the base model — the
+    loss equals one whose teacher is a separately loaded base; `current` differs from it once
+    the adapter is non-zero."""
+    import torch
+
+    from tuneloop.train.methods.selfdistill import completion_logits
+
+    trainer, model, inputs = _first_batch(
+        tiny_model, prompts, pairs, tmp_path / "out", teacher="base"
+    )
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if "lora_B" in name:
+                weight.normal_(0.0, 0.5)  # an adapter that has learned something
+    base = load_model(tiny_model).eval()
+    t = trainer.temperature
+    completion = inputs["completion_ids"], inputs["completion_mask"]
+    student = completion_logits(model, inputs["prompt_ids"], inputs["prompt_mask"], *completion)
+    with torch.no_grad():
+        hinted = inputs["teacher_prompt_ids"], inputs["teacher_prompt_mask"]
+        teacher = completion_logits(base, *hinted, *completion)
+    mask = completion[1] * inputs["hinted"][:, None]
+    expected = divergence_loss(student / t, teacher / t, mask, Divergence()).item()
+    assert trainer.self_distill_loss(model, inputs).item() == pytest.approx(expected, rel=1e-5)
+    assert trainer.chunked is True  # lm_head carries no adapter: the chunked path
+    trainer.distill = trainer.distill._replace(teacher="current")
+    assert trainer.self_distill_loss(model, inputs).item() != pytest.approx(expected, rel=1e-2)
+
+
+def test_replay_hints_need_their_rows_and_settings_their_known_values(prompts: Path) -> None:
+    s = _settings(alpha=0.5, hint_source="replay")
+    with pytest.raises(InputError, match="needs train.composite.hint_rows"):
+        composite_rows(read_rows(prompts), s)
+    bad = (("divergence", "kl"), ("hint_source", "reference"), ("jsd_beta", 2), ("teacher", "x"))
+    for key, value in bad:
+        with pytest.raises(ValidationError, match=f"composite.{key}"):
+            _settings(**{key: value})
+    with pytest.raises(ValidationError, match="composite.hint_soruce"):
+        _settings(hint_soruce="replay")  # a misspelt key is named, not ignored
 
 
 def test_channel_losses_reach_metrics_jsonl(

@@ -9,9 +9,18 @@ One `GRPOTrainer` subclass, overriding two methods and re-implementing no loss:
   preference pairs (preference.py). With α = β = 0 it returns TRL's loss tensor untouched and
   computes nothing else, so it is TRL's GRPO step for step
   (tests/train/methods/test_composite.py).
-- `_generate_and_score_completions` lets TRL sample and score, then adds the teacher prompt
-  (the prompt with the hint, tokenized by TRL's own prompt tokenizer) to the batch, so it is
-  shuffled and split with its completions.
+- `_generate_and_score_completions` lets TRL sample and score, then adds each sample's
+  teacher prompt (the prompt with its hint, tokenized by TRL's own prompt tokenizer) and
+  whether it has a hint to the batch, so they are shuffled and split with their completions.
+  A hint from the data (`hint_source` `field` or `replay`) is in the dataset's
+  `teacher_prompt` column; `scorer_feedback` scores each decoded sample again with the
+  reward's scorer and builds the prompt from the verdict.
+
+Scale: the self-distillation loss is a mean divergence per token, in nats, while Dr. GRPO's
+loss is an advantage-weighted ratio whose value is about 0 and whose gradient vanishes on
+groups with equal rewards, so α weighs quantities of different kinds. On examples/arith at the
+base (measure_selfdistill.py scale; README "Teacher replay") the reverse-KL channel's gradient
+norm was 73 times GRPO's (JSD β 0.5: 2 times): with α ≥ 0.05 self-distillation steers the step.
 
 Each channel's unweighted loss is logged per step as `loss_grpo`, `loss_self_distill` and
 `loss_replay_dpo` (only the channels that are on) and reaches metrics.jsonl; `loss` is the
@@ -22,15 +31,19 @@ DDP should accept, but no test shows it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from trl import GRPOTrainer
 
+from tuneloop.errors import InputError
+from tuneloop.scorers.resolve import ScorerResolver
 from tuneloop.train.common import without_printer
 from tuneloop.train.data import Row, dpo_rows, grpo_rows, read_rows
 from tuneloop.train.health import fit
+from tuneloop.train.methods.divergence import Divergence, divergence_loss
 from tuneloop.train.methods.grpo import grpo_trainer_args, warm_started
 from tuneloop.train.methods.preference import (
     PairDraws,
@@ -39,16 +52,35 @@ from tuneloop.train.methods.preference import (
     tokenize_pairs,
 )
 from tuneloop.train.methods.selfdistill import (
-    chunked_reverse_kl,
+    FeedbackTeacher,
+    HintFormat,
+    TeacherWeights,
+    chunked_divergence,
     completion_logits,
     completion_states,
+    field_hints,
+    head_adapted,
     head_logits,
     head_reproduces,
-    reverse_kl,
+    replay_hints,
     teacher_rows,
+    teacher_weights,
 )
 from tuneloop.train.metrics import MetricsCallback
 from tuneloop.train.settings import TrainSettings
+
+
+class SelfDistill(NamedTuple):
+    """The self-distillation channel, unpacked from `train.composite`."""
+
+    alpha: float
+    """Its weight; 0 = off."""
+    divergence: Divergence = Divergence()
+    feedback: FeedbackTeacher | None = None
+    """`hint_source: scorer_feedback`: builds each sample's teacher prompt after scoring;
+    None: the dataset's `teacher_prompt` column is the teacher's prompt."""
+    teacher: TeacherWeights = "current"
+    """The teacher's weights: the model as it trains, or the frozen base (selfdistill.py)."""
 
 
 class CompositeTrainer(GRPOTrainer):  # type: ignore[misc]
@@ -57,7 +89,7 @@ class CompositeTrainer(GRPOTrainer):  # type: ignore[misc]
     def __init__(
         self,
         *,
-        alpha: float,
+        distill: SelfDistill,
         beta: float,
         dpo_beta: float,
         pairs: list[TokenizedPair] | None,
@@ -66,7 +98,9 @@ class CompositeTrainer(GRPOTrainer):  # type: ignore[misc]
     ) -> None:
         super().__init__(**kw)
         self.pad_id: int = kw["processing_class"].pad_token_id
-        self.alpha, self.beta, self.dpo_beta = alpha, beta, dpo_beta
+        self.decode: Any = kw["processing_class"].batch_decode
+        self.alpha, self.beta, self.dpo_beta = distill.alpha, beta, dpo_beta
+        self.distill = distill
         self.chunked: bool | None = None
         """Self-distillation through the chunked head (selfdistill.py); None until checked."""
         seed = self.args.seed + self.accelerator.process_index
@@ -79,13 +113,30 @@ class CompositeTrainer(GRPOTrainer):  # type: ignore[misc]
 
         out = super()._generate_and_score_completions(inputs)
         if self.alpha > 0:
-            ids, _, _ = self._tokenize_prompts([x["teacher_prompt"] for x in inputs])
+            prompts, hinted = self.teacher_prompts(inputs, out["completion_ids"])
+            ids, _, _ = self._tokenize_prompts(prompts)
             device = out["prompt_ids"].device
             rows = [torch.tensor(list(row), device=device) for row in ids]
             masks = [torch.ones_like(row) for row in rows]
             out["teacher_prompt_ids"] = pad(rows, padding_value=self.pad_id, padding_side="left")
             out["teacher_prompt_mask"] = pad(masks, padding_value=0, padding_side="left")
+            out["hinted"] = torch.tensor(hinted, dtype=torch.float32, device=device)
         return out
+
+    def teacher_prompts(
+        self, inputs: list[dict[str, Any]], completion_ids: Any
+    ) -> tuple[list[Any], list[bool]]:
+        """Each sample's teacher prompt and whether it carries a hint: the dataset's, or
+        (`scorer_feedback`) built from the scorer's verdict on the sample."""
+        feedback = self.distill.feedback
+        if feedback is None:
+            return [x["teacher_prompt"] for x in inputs], [bool(x["hinted"]) for x in inputs]
+        texts = self.decode(completion_ids, skip_special_tokens=True)
+        built = [
+            feedback.prompt(x["prompt"], json.loads(x["item"]), text)
+            for x, text in zip(inputs, texts, strict=True)
+        ]
+        return [p for p, _ in built], [h for _, h in built]
 
     def channel_losses(self, model: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         """Each active channel's unweighted loss: `grpo` (TRL's, scaled for accumulation as
@@ -104,30 +155,34 @@ class CompositeTrainer(GRPOTrainer):  # type: ignore[misc]
         return losses
 
     def self_distill_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
-        """Reverse KL(student ‖ hinted teacher) over the student's own completion tokens:
-        chunked over the output head (selfdistill.py), or from full logits for a model whose
-        head does not reproduce its own output (checked once, on the first batch)."""
+        """The divergence between the student and the hinted teacher over the student's own
+        hinted completion tokens: chunked over the output head (selfdistill.py), or from full
+        logits for a model whose head does not reproduce its own output, or whose head carries
+        the adapter when the teacher runs without it (checked once, on the first batch). The
+        teacher is the same model under no_grad, with the adapter on (`teacher: current`) or
+        off (`base`)."""
         completion = inputs["completion_ids"], inputs["completion_mask"]
-        mask = completion[1] * inputs["tool_mask"] if "tool_mask" in inputs else completion[1]
+        mask = completion[1] * inputs["hinted"][:, None]
+        mask = mask * inputs["tool_mask"] if "tool_mask" in inputs else mask
         plain = self.accelerator.unwrap_model(model)
         prompt = inputs["prompt_ids"], inputs["prompt_mask"]
         hinted = inputs["teacher_prompt_ids"], inputs["teacher_prompt_mask"]
+        d, t, which = self.distill.divergence, self.temperature, self.distill.teacher
         if self.chunked is None:
             with torch.no_grad():
-                self.chunked = head_reproduces(
-                    plain, completion_states(plain, *prompt, *completion)
-                )
+                states = completion_states(plain, *prompt, *completion)
+                # the chunked path applies the head as it is now to the teacher's states
+                one_head = which == "current" or not head_adapted(plain)
+                self.chunked = one_head and head_reproduces(plain, states)
         if not self.chunked:
             student = completion_logits(model, *prompt, *completion)
-            with torch.no_grad():
+            with torch.no_grad(), teacher_weights(plain, which):
                 teacher = completion_logits(plain, *hinted, *completion)
-            return reverse_kl(student / self.temperature, teacher / self.temperature, mask)
+            return divergence_loss(student / t, teacher / t, mask, d)
         student = completion_states(model, *prompt, *completion).hidden
-        with torch.no_grad():
+        with torch.no_grad(), teacher_weights(plain, which):
             teacher = completion_states(plain, *hinted, *completion).hidden
-        return chunked_reverse_kl(
-            lambda h: head_logits(plain, h), student, teacher, mask, self.temperature
-        )
+        return chunked_divergence(lambda h: head_logits(plain, h), student, teacher, mask, t, d)
 
     def compute_loss(
         self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
@@ -150,10 +205,42 @@ class CompositeTrainer(GRPOTrainer):  # type: ignore[misc]
         self._metrics[mode][f"loss_{name}"].append(gathered.mean().item())
 
 
-def composite_rows(rows: list[Row], s: TrainSettings) -> list[dict[str, Any]]:
-    """The dataset: GRPO rows, with the teacher's hinted prompt when self-distillation is on."""
+def hint_format(s: TrainSettings) -> HintFormat:
+    """`train.composite`'s hint template and placement."""
+    return HintFormat(s.composite.hint_template, s.composite.hint_placement)
+
+
+def composite_rows(
+    rows: list[Row], s: TrainSettings, replay: list[Row] | None = None
+) -> list[dict[str, Any]]:
+    """The dataset: GRPO rows, with the teacher's hinted prompt when self-distillation takes
+    its hint from the data (`hint_source` `field`, or `replay` with the replay's rows)."""
     c = s.composite
-    return teacher_rows(rows, c.hint_field, c.hint_template) if c.alpha > 0 else grpo_rows(rows)
+    if c.alpha == 0 or c.hint_source == "scorer_feedback":
+        return grpo_rows(rows)
+    if c.hint_source == "replay":
+        if replay is None:
+            raise InputError(
+                "train.composite.hint_source 'replay' needs train.composite.hint_rows "
+                "(--composite-hint-rows: the replay's sft.jsonl, which `tuneloop replay` writes)"
+            )
+        return teacher_rows(rows, replay_hints(rows, replay), hint_format(s))
+    return teacher_rows(rows, field_hints(rows, c.hint_field), hint_format(s))
+
+
+def self_distill(s: TrainSettings, default_scorer: str) -> SelfDistill:
+    """`train.composite`'s self-distillation settings as the trainer takes them."""
+    c = s.composite
+    feedback = None
+    if c.hint_source == "scorer_feedback":
+        resolver = ScorerResolver(default_scorer, override=s.grpo.scorer)
+
+        def score(item: dict[str, Any], completion: str) -> Any:
+            return resolver.resolve(item, item.get("scorer_args") or {}).fn(item, completion)
+
+        feedback = FeedbackTeacher(score, hint_format(s))
+    divergence = Divergence(c.divergence, c.jsd_beta, c.top_k)
+    return SelfDistill(c.alpha, divergence, feedback, c.teacher)
 
 
 def build_composite_trainer(
@@ -166,7 +253,7 @@ def build_composite_trainer(
     pairs = tokenize_pairs(pair_rows, tokenizer, s.max_length) if c.beta > 0 else None
     trainer = CompositeTrainer(
         **grpo_trainer_args(model, tokenizer, data, s, **kw),
-        alpha=c.alpha,
+        distill=self_distill(s, kw["default_scorer"]),
         beta=c.beta,
         dpo_beta=s.dpo_beta,
         pairs=pairs,
@@ -178,8 +265,11 @@ def build_composite_trainer(
 def train_composite(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, **kw: Any) -> Any:
     """Train a LoRA adapter on the composite objective; return the trainer."""
     c = s.composite
-    # Every bad row and pair is reported before a model is loaded.
-    data = composite_rows(rows, s)
+    # Every bad row, hint and pair is reported before a model is loaded.
+    replay = None
+    if c.alpha > 0 and c.hint_source == "replay" and c.hint_rows is not None:
+        replay = read_rows(c.hint_rows)
+    data = composite_rows(rows, s, replay)
     pairs = read_rows(c.pairs) if c.beta > 0 and c.pairs is not None else []
     dpo_rows(pairs)
     model, tokenizer, peft = warm_started(base, rows, out_dir, s, **kw)
