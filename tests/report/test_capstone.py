@@ -127,3 +127,22 @@ def test_a_walk_back_is_said_under_the_training_inputs(html_round: Path) -> None
 
 def test_no_walk_back_no_line(round_dir: Path) -> None:
     assert "walked back" not in (round_dir / "work" / "capstone" / "report.md").read_text()
+
+
+def test_a_budgeted_run_says_what_training_did(round_dir: Path) -> None:
+    import dataclasses
+
+    cfg = load_config(round_dir / "loop.yaml")
+    budget = {"method": "grpo", "steps": 100_000, "max_seconds": 120.0, "sft_warmup_steps": 80}
+    cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update=budget)})
+    work = cfg.workdir
+    state = read_record(work / "state.json", RunState)
+    verdict = read_record(work / "gate" / "verdict.json", GateVerdict)
+    inputs = capstone_inputs(cfg, RunLayout(work), state)
+    inputs = dataclasses.replace(inputs, trained=(71, 121.035, "max_seconds"))
+    text = render_capstone(cfg, state, inputs, verdict, round_dir / "budget-report.md")
+    assert "- Method: grpo, up to 100000 steps or 120 s, lr 0.0005" in text
+    assert (
+        "  - trained: 71 grpo steps after the warm-up's 80 in 121.0 s, stopped by max_seconds"
+        in text
+    )

@@ -50,6 +50,11 @@ def capstone_inputs(cfg: LoopConfig, run: RunLayout, state: RunState) -> Capston
         replay_report=report,
         replay_report_sha256=_output_hash(state, "replay", report) if report else None,
         walk_back=trained.walk_back if trained is not None else None,
+        trained=(
+            (trained.steps_done, trained.train_seconds, trained.stop)
+            if trained is not None
+            else None
+        ),
     )
 
 

@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from tuneloop.config import LoopConfig
+from tuneloop.config import LoopConfig, TrainConfig
 from tuneloop.provenance import stamp
 from tuneloop.records import atomic_write_text, read_record_if_exists
 from tuneloop.records.replay import ReplayReport
@@ -66,7 +66,7 @@ def _inputs(cfg: LoopConfig, inp: CapstoneInputs) -> list[str]:
     if inp.corpus_provenance.exists():
         lines.append(f"  - built from traces; provenance: `{inp.corpus_provenance}`")
     lines.append(
-        f"- Method: {t.method}, {t.steps} steps, lr {t.learning_rate}, batch {t.batch_size}, "
+        f"- Method: {t.method}, {_steps(t)}, lr {t.learning_rate}, batch {t.batch_size}, "
         + (f"LoRA r={t.lora.r} alpha={t.lora.alpha}" if t.adapter == "lora" else "full fine-tuning")
         + f", seed {t.seed}"
         + (
@@ -76,12 +76,24 @@ def _inputs(cfg: LoopConfig, inp: CapstoneInputs) -> list[str]:
         )
         + (f", SFT warm-up {t.sft_warmup_steps} steps" if t.sft_warmup_steps else "")
     )
+    if inp.trained is not None and inp.trained[0] is not None:
+        steps, seconds, stop = inp.trained
+        took = f" in {seconds:.1f} s" if seconds is not None else ""
+        after = f" after the warm-up's {t.sft_warmup_steps}" if t.sft_warmup_steps else ""
+        lines.append(f"  - trained: {steps} {t.method} steps{after}{took}, stopped by {stop}")
     if inp.train_settings.exists():
         lines.append(f"  - resolved settings: `{inp.train_settings}`")
     if inp.walk_back is not None:
         w = inp.walk_back
         lines.append(f"  - **{w.line()}**; it passed: {', '.join(w.checks)}")
     return [*lines, ""]
+
+
+def _steps(t: TrainConfig) -> str:
+    """The step budget as configured: a count, or a count bound and a clock."""
+    if t.max_seconds is None:
+        return f"{t.steps} steps"
+    return f"up to {t.steps} steps or {t.max_seconds:g} s"
 
 
 def _replay(inp: CapstoneInputs) -> list[str]:
