@@ -58,6 +58,7 @@ from tuneloop.loop.layout import (
     suite_view,
 )
 from tuneloop.loop.state import RunState
+from tuneloop.loop.warmup import AFTER_WARMUP, WARMUP_STEP, evaluates_warmup
 from tuneloop.records import read_record, write_json, write_record
 
 
@@ -146,6 +147,29 @@ def _evaluate_model(
 
 def run_eval_pre(ctx: PhaseContext) -> None:
     _evaluate_model(ctx, ctx.cfg.base, ctx.inputs["base_model"], "pre")
+
+
+def run_eval_warmup(ctx: PhaseContext) -> None:
+    """The SFT warm-up's adapter, merged on the base for the length of its evaluation
+    (`loop.warmup`)."""
+    import shutil
+
+    from tuneloop.records import sha256_tree
+    from tuneloop.train.checkpoint import merge
+
+    warm = ctx.layout.warmup_adapter
+    if not (warm / "adapter_config.json").is_file():
+        raise PhaseFailed(
+            f"{warm}: the warm-up's adapter is missing (the train phase keeps it for GRPO and "
+            "composite LoRA runs with train.sft_warmup_steps > 0); redo from train"
+        )
+    model = ctx.folder / "warmup_model"
+    shutil.rmtree(model, ignore_errors=True)
+    try:
+        merge(ctx.cfg.base, warm, model, min_change=ctx.cfg.merge.min_change)
+        _evaluate_model(ctx, model, sha256_tree(model), "post")
+    finally:
+        shutil.rmtree(model, ignore_errors=True)
 
 
 def run_eval_post(ctx: PhaseContext) -> None:
@@ -325,13 +349,15 @@ def run_report(ctx: PhaseContext) -> None:
 
     run = ctx.layout
     evaluated = read_record(run.pre_summary, EvalSummary).item_ids
-    compare(
-        run.eval_pre,
-        run.eval_post,
-        ctx.folder,
-        ctx.cfg.report,
-        item_ids=report_item_ids(ctx.cfg, evaluated),
-    )
+    items = report_item_ids(ctx.cfg, evaluated)
+    compare(run.eval_pre, run.eval_post, ctx.folder, ctx.cfg.report, item_ids=items)
+    if evaluates_warmup(ctx.cfg):  # what each training step added, on the same items
+        warm = run.eval_warmup
+        for pre, post, name in (
+            (run.eval_pre, warm, WARMUP_STEP),
+            (warm, run.eval_post, AFTER_WARMUP),
+        ):
+            compare(pre, post, ctx.folder / name, ctx.cfg.report, item_ids=items, figures=False)
 
 
 def run_gate(ctx: PhaseContext) -> None:

@@ -18,6 +18,7 @@ from tuneloop.loop.corpus_data import trained_file
 from tuneloop.loop.layout import LOCK_FILE, QUARANTINE, RunLayout
 from tuneloop.loop.rounds import RoundRecord
 from tuneloop.loop.state import RunState
+from tuneloop.loop.warmup import step_reports
 from tuneloop.records import read_record_if_exists
 from tuneloop.train.settings import TrainRunRecord
 
@@ -50,6 +51,7 @@ def capstone_inputs(cfg: LoopConfig, run: RunLayout, state: RunState) -> Capston
         replay_report=report,
         replay_report_sha256=_output_hash(state, "replay", report) if report else None,
         walk_back=trained.walk_back if trained is not None else None,
+        steps=step_reports(run.report),
         trained=(
             (trained.steps_done, trained.train_seconds, trained.stop)
             if trained is not None

@@ -193,6 +193,17 @@ class RunLayout:
         return self.train / ADAPTER
 
     @property
+    def warmup_adapter(self) -> Path:
+        """The SFT warm-up's own adapter inside the trained one (GRPO, composite)."""
+        from tuneloop.train.settings import WARMUP_ADAPTER
+
+        return self.adapter / WARMUP_ADAPTER
+
+    @property
+    def eval_warmup(self) -> Path:
+        return self.phase("eval_warmup")
+
+    @property
     def train_settings(self) -> Path:
         from tuneloop.train.run import SETTINGS_FILE
 

@@ -1,8 +1,11 @@
 """The phase table: the only place that knows the order of the loop.
 
-    data? → replay? → eval_pre → train → merge → doctor → eval_post → report → gate
-          → capstone → archive → promote → track?
+    data? → replay? → eval_pre → train → merge → doctor → eval_warmup? → eval_post → report
+          → gate → capstone → archive → promote → track?
 
+`eval_warmup` (on when GRPO or composite LoRA training warms up with SFT,
+`train.sft_warmup_steps`) serves the warm-up's own adapter merged on the base and evaluates it
+like the arms, so that the report can say what each step added (`loop.warmup`).
 `replay` (on when `replay.teachers` is set) sends the data phase's traces, or
 `replay.traces`, to the teachers; training reads its rows or pairs (`loop.corpus_data`). The
 gate decides; `promote` — after the archive verifies — is the only phase that
@@ -33,6 +36,7 @@ from tuneloop.loop.adapters import (
     run_doctor,
     run_eval_post,
     run_eval_pre,
+    run_eval_warmup,
     run_gate,
     run_merge,
     run_replay,
@@ -43,6 +47,7 @@ from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.corpus_data import bands_serve_base, replay_files
 from tuneloop.loop.integrity import preflight_gate, run_promote
 from tuneloop.loop.track import run_track, tracking_retry
+from tuneloop.loop.warmup import evaluates_warmup
 
 __all__ = ["PHASES", "PHASE_NAMES", "Phase"]
 
@@ -188,6 +193,17 @@ PHASES: tuple[Phase, ...] = (
         config=_doctor_config,
     ),
     Phase(
+        "eval_warmup",
+        run_eval_warmup,
+        outputs=EVAL_OUT,
+        # the warm-up's adapter, merged on the base for this phase only, served like the arms
+        after=("train",),
+        files=lambda c: {"base_model": c.base, "suite": c.suite.path},
+        config=_eval_config,
+        enabled=evaluates_warmup,
+        resumable=True,
+    ),
+    Phase(
         "eval_post",
         run_eval_post,
         outputs=EVAL_OUT,
@@ -201,7 +217,7 @@ PHASES: tuple[Phase, ...] = (
         "report",
         run_report,
         outputs=("delta.json", "delta.md", "passk.png", "items.png"),
-        after=("eval_pre", "eval_post"),
+        after=("eval_pre", "eval_post", "eval_warmup"),
         config=lambda c: {
             "report": c.report.model_dump(mode="json"),
             "held_out": c.gate.slice if c.gate.enabled else None,

@@ -157,6 +157,32 @@ def _result(inp: CapstoneInputs, out: Path) -> list[str]:
     ]
 
 
+def _steps_added(cfg: LoopConfig, inp: CapstoneInputs) -> list[str]:
+    """Base → SFT warm-up → trained model on the report items, when the round measured it."""
+    if inp.steps is None:
+        return []
+    head = [
+        "## What each training step added (report slice)",
+        "",
+        "| step | from → to | paired Δ | 95% CI | p (two-sided) | fixed / broken |",
+        "|---|---|---|---|---|---|",
+    ]
+    rows = []
+    names = (f"SFT warm-up ({cfg.train.sft_warmup_steps} steps)", f"{cfg.train.method} after it")
+    for name, path in zip(names, inp.steps, strict=True):
+        d = read_record_if_exists(path, DeltaReport)
+        if d is None:
+            rows.append(f"| {name} | not measured (no `{path}`) | | | | |")
+            continue
+        lo, hi = d.delta_ci
+        rows.append(
+            f"| {name} | {_pct(d.pre.mean)} → {_pct(d.post.mean)} | {_pp(d.delta)} "
+            f"| {_pp(lo)} to {_pp(hi)} | {d.p_two_sided:.3g} "
+            f"| {d.flips.wrong_to_right} / {d.flips.right_to_wrong} |"
+        )
+    return [*head, *rows, ""]
+
+
 def _verdict(cfg: LoopConfig, v: VerdictView | None) -> list[str]:
     if not cfg.gate.enabled:
         return ["## Gate", "", "off (gate.enabled: false)", ""]
@@ -217,6 +243,7 @@ def render_capstone(
     lines += _inputs(cfg, inputs)
     lines += _replay(inputs)
     lines += _result(inputs, out)
+    lines += _steps_added(cfg, inputs)
     lines += _verdict(cfg, verdict)
     lines += _timings(run, inputs.this_phase)
     lines += _machine()

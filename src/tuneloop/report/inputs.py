@@ -43,6 +43,9 @@ class CapstoneInputs:
     walk_back: WalkBack | None = None
     """When training ended unhealthy: the checkpoint published instead, and why (from
     `train_settings.json`)."""
+    steps: tuple[Path, Path] | None = None
+    """When the round evaluated its SFT warm-up alone (`loop.warmup`): the `delta.json` of
+    base → warm-up and of warm-up → trained model, on the report items."""
     trained: tuple[int | None, float | None, str | None] | None = None
     """What training did (from `train_settings.json`): the method's steps done, its seconds
     from the first optimizer step, and what stopped it (`steps`, `max_seconds`, …)."""

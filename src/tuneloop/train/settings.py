@@ -19,6 +19,10 @@ from tuneloop.records.train_health import WalkBack
 TrainSettings = TrainConfig
 """Every knob of a training run: loop.yaml's `train:` section, as the phase takes it."""
 
+WARMUP_ADAPTER = "warmup"
+"""Where a GRPO or composite run keeps its SFT warm-up's adapter, inside its output folder (a
+LoRA run only): what the warm-up alone learned, so that a round can evaluate each step."""
+
 
 class TrainRunRecord(Record):
     """`train_settings.json`: what a training run did, to what, with which settings."""

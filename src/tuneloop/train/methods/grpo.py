@@ -8,7 +8,8 @@ per step; TRL's per-device batch counts completions, so it is batch_size × grou
 With `sft_warmup_steps > 0` the same LoRA adapter is first trained by SFT on the references
 (see sft.py) — of the GRPO prompts, or of `sft_warmup_data` —, then GRPO continues from it:
 a tiny base model that never answers correctly yields groups with zero reward spread and so no
-GRPO signal at all.
+GRPO signal at all. The warm-up's own adapter is kept in `<out>/warmup/` (LoRA runs), so that the
+loop can evaluate what each step added (`eval_warmup`).
 
 The objective menu (`grpo.loss_type`) only names TRL's own losses (`cispo`: Khatri et al. 2025,
 "The Art of Scaling RL Compute", clipped importance weights as a stop-gradient coefficient,
@@ -40,7 +41,7 @@ from tuneloop.train.methods.rewards import scorer_reward
 from tuneloop.train.methods.sft import build_sft_trainer
 from tuneloop.train.methods.toolenv import check_template, with_environments
 from tuneloop.train.metrics import MetricsCallback
-from tuneloop.train.settings import TrainSettings
+from tuneloop.train.settings import WARMUP_ADAPTER, TrainSettings
 
 OBJECTIVES = {
     "grpo": ("grpo", "token"),
@@ -138,6 +139,8 @@ def warm_started(base: Path, rows: list[Row], out_dir: Path, s: TrainSettings, *
         ],
     )
     fit(warm, s, "sft_warmup")
+    if s.adapter == "lora":  # what the warm-up alone learned (a round evaluates each step)
+        warm.save_model(str(Path(out_dir) / WARMUP_ADAPTER))
     return warm.model, tokenizer, False
 
 
