@@ -102,11 +102,9 @@ def main() -> None:
     s = TrainSettings(
         steps=args.steps,
         batch_size=4,
-        group_size=8,
-        max_completion_length=8,
+        grpo={"group_size": 8, "max_completion_length": 8},
         learning_rate=1e-3,
-        lora_r=16,
-        lora_alpha=32,
+        lora={"r": 16, "alpha": 32},
     )
     times: dict[str, list[float]] = {"tuneloop": [], "trl": []}
     with tempfile.TemporaryDirectory() as tmp:
