@@ -11,9 +11,9 @@ resident set measured just before the measured work), median of `--runs`.
   matrix's cells do (the composite with α = 0.5, β = 0.5 and replay pairs).
 - `kl-chunked` vs `kl-full`: one forward and backward of the self-distillation loss alone, on a
   fixed batch (8 completions of `--tokens` tokens after a 16-token prompt), LoRA on every linear
-  layer: `selfdistill.chunked_reverse_kl` over the final hidden states, against
-  `reverse_kl` over both models' full B×T×V logits. The ratio full / chunked is printed, with
-  both losses (equal: the chunked loss is exact).
+  layer: `selfdistill.chunked_divergence` (reverse KL) over the final hidden states, against
+  `divergence.divergence_loss` over both models' full B×T×V logits. The ratio full / chunked
+  is printed, with both losses (equal: the chunked loss is exact).
 
 Run: `python benchmarks/vocab_memory.py [--runs 3] [--tokens 128]` (a few minutes on 2 cores).
 """
@@ -74,12 +74,12 @@ def child_kl(arm: str, model_dir: Path, tokens: int) -> dict[str, Any]:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
+    from tuneloop.train.methods.divergence import Divergence, divergence_loss
     from tuneloop.train.methods.selfdistill import (
-        chunked_reverse_kl,
+        chunked_divergence,
         completion_logits,
         completion_states,
         head_logits,
-        reverse_kl,
     )
 
     torch.manual_seed(0)
@@ -96,17 +96,18 @@ def child_kl(arm: str, model_dir: Path, tokens: int) -> dict[str, Any]:
         student = completion_logits(model, prompt, ones(prompt), completion, ones(completion))
         with torch.no_grad():
             teacher = completion_logits(model, hinted, ones(hinted), completion, ones(completion))
-        loss = reverse_kl(student, teacher, ones(completion).float())
+        loss = divergence_loss(student, teacher, ones(completion).float(), Divergence())
     else:
         student_h = completion_states(model, prompt, ones(prompt), completion, ones(completion))
         with torch.no_grad():
             teacher_h = completion_states(model, hinted, ones(hinted), completion, ones(completion))
-        loss = chunked_reverse_kl(
+        loss = chunked_divergence(
             lambda h: head_logits(model, h),
             student_h.hidden,
             teacher_h.hidden,
             ones(completion).float(),
             1.0,
+            Divergence(),  # reverse KL, the default
         )
     loss.backward()
     return {"peak_above_load_mib": _peak_mib() - base, "loss": float(loss)}
