@@ -54,32 +54,28 @@ def centre() -> dict[str, Any]:
     return train
 
 
-def varied(path: str, value: Any) -> dict[str, Any]:
-    """{dotted train key: value}: one setting changed from the centre."""
-    return {path: value}
-
-
 SFT_ONLY = {"method": "sft", "data": "train_prompts.jsonl", "batch_size": 64, "learning_rate": 1e-3}
 """The warm-up's own settings as a whole SFT run on its data (GRPO keys dropped)."""
 
 ARMS: dict[str, dict[str, Any]] = {
     "centre": {},
-    "loss dapo": varied("grpo.loss_type", "dapo"),
-    "loss grpo": varied("grpo.loss_type", "grpo"),
-    "loss cispo": varied("grpo.loss_type", "cispo"),
-    "kl 0.04": varied("grpo.beta", 0.04),
-    "lr ×2": varied("learning_rate", 2.0),
-    "group 16": varied("grpo.group_size", 16),
-    "temperature 1.2": varied("grpo.temperature", 1.2),
-    "GRPO only (no warm-up)": varied("sft_warmup_steps", 0),
+    "loss dapo": {"grpo.loss_type": "dapo"},
+    "loss grpo": {"grpo.loss_type": "grpo"},
+    "loss cispo": {"grpo.loss_type": "cispo"},
+    "kl 0.04": {"grpo.beta": 0.04},
+    "lr ×2": {"learning_rate": 2.0},
+    "group 16": {"grpo.group_size": 16},
+    "temperature 1.2": {"grpo.temperature": 1.2},
+    "GRPO only (no warm-up)": {"sft_warmup_steps": 0},
     "warm-up only (80 SFT steps)": {"sft": {**SFT_ONLY, "steps": 80, "max_seconds": None}},
     "SFT only (same seconds)": {"sft": SFT_ONLY},
     "bands 0 to 0.75": {"bands.edges": [0, 0.75]},
 }
-"""Arm name → what differs from the centre. A learning-rate entry is a factor of the centre's;
-`sft` replaces GRPO by SFT on the warm-up's data (the warm-up alone, and SFT for the whole
-budget: what GRPO's seconds would have bought as SFT); `bands.edges` changes the corpus
-config (keep `medium`: 0 < pass rate < 0.75), so it runs last, its data phase on its own."""
+"""Arm name → what differs from the centre ({dotted train key: value}). A learning-rate
+entry is a factor of the centre's; `sft` replaces GRPO by SFT on the warm-up's data (the
+warm-up alone, and SFT for the whole budget: what GRPO's seconds would have bought as SFT);
+`bands.edges` changes the corpus config (keep `medium`: 0 < pass rate < 0.75), so it runs
+last, its data phase on its own."""
 
 
 def set_key(section: dict[str, Any], dotted: str, value: Any) -> None:

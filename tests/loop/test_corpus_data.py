@@ -15,8 +15,7 @@ from tuneloop.loop.corpus_data import (
     PAIRS_FILTERED,
     REPORT,
     corpus_output,
-    decontaminated_pairs,
-    decontaminated_train_data,
+    decontaminated_given,
     output_problems,
 )
 
@@ -113,14 +112,14 @@ def test_a_direct_train_data_is_filtered_against_the_loop_suite(tmp_path) -> Non
     cfg = _cfg(tmp_path, corpus=None, train={"data": str(data)})
     folder = tmp_path / "train"
     folder.mkdir()
-    out = decontaminated_train_data(cfg, folder)
+    out = decontaminated_given(cfg, folder)["data"]
     assert out == folder / FILTERED
     assert out.read_text().splitlines() == [json.dumps(rows[0])]
     report = json.loads((folder / REPORT).read_text())
     assert [r["line"] for r in report["removed"]] == [2, 3] and report["rows"] == 3
     # nothing to remove: the trainer reads the file itself
     data.write_text(json.dumps(rows[0]) + "\n")
-    assert decontaminated_train_data(cfg, folder) == data
+    assert decontaminated_given(cfg, folder)["data"] == data
 
 
 def _pairs(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
@@ -146,8 +145,8 @@ def test_given_composite_pairs_are_filtered_against_the_loop_suite(tmp_path) -> 
     )
     folder = tmp_path / "train"
     folder.mkdir()
-    assert decontaminated_train_data(cfg, folder) == data  # clean: read as given
-    out = decontaminated_pairs(cfg, folder)
+    assert decontaminated_given(cfg, folder)["data"] == data  # clean: read as given
+    out = decontaminated_given(cfg, folder).get("pairs")
     assert out == folder / PAIRS_FILTERED
     assert [json.loads(x) for x in out.read_text().splitlines()] == [pairs[0], pairs[2]]
     report = json.loads((folder / REPORT).read_text())
@@ -158,13 +157,13 @@ def test_given_composite_pairs_are_filtered_against_the_loop_suite(tmp_path) -> 
     allowed = cfg.model_copy(
         update={"train": cfg.train.model_copy(update={"allow_contamination": True})}
     )
-    assert decontaminated_pairs(allowed, folder) == path
+    assert decontaminated_given(allowed, folder).get("pairs") == path
     off = cfg.train.composite.model_copy(update={"beta": 0.0})
     assert (
-        decontaminated_pairs(
+        decontaminated_given(
             cfg.model_copy(update={"train": cfg.train.model_copy(update={"composite": off})}),
             folder,
-        )
+        ).get("pairs")
         is None
     )
 

@@ -19,7 +19,7 @@ def test_training_charts_one_per_quantity_and_stage(tmp_path: Path) -> None:
     rows = [{"step": s, "phase": "sft", "loss": 1.0 / s, "learning_rate": 1e-3} for s in (1, 2)]
     rows += [{"step": 3, "phase": "grpo", "loss": 0.2, "reward_mean": 0.5, "note": "x"}]
     append_jsonl(path, rows)
-    charts = training_charts(path)
+    charts = training_charts(read_train_metrics(path))
     assert [c.title for c in charts] == [
         "loss (3 points)",
         "reward_mean (1 points)",

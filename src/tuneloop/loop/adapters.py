@@ -188,14 +188,13 @@ def run_data(ctx: PhaseContext) -> None:
     assert cfg.data.corpus is not None
     build = partial(build_corpus, cfg.data.corpus, ctx.folder, extra_suites=loop_suites(cfg))
     if bands_serve_base(cfg):  # bands by the base's pass rate: serve it while sampling
-        from tuneloop.data.corpus.champion_rates import Served
         from tuneloop.serving import serving
 
         log = ctx.folder / "server.log"
         with serving(
             cfg.base, cfg.serve, log_path=log, arm="pre", decoding=_decoding_contract(cfg)
-        ) as e:
-            result = build(champion=Served(e.base_url, e.model, e.api_key))
+        ) as endpoint:
+            result = build(champion=endpoint)
         ctx.notes["banded_by"] = {"model": str(cfg.base), "sha256": ctx.inputs["base_model"]}
     else:
         result = build()

@@ -56,9 +56,9 @@ WHY = {
 }
 FILTERED, REPORT = "data.decontaminated.jsonl", "decontamination.json"
 PAIRS_FILTERED = "pairs.decontaminated.jsonl"
-"""User-given `train.composite.pairs` without suite items (`decontaminated_pairs`)."""
+"""User-given `train.composite.pairs` without suite items (`decontaminated_given`)."""
 WARMUP_FILTERED = "warmup.decontaminated.jsonl"
-"""A given `train.sft_warmup_data` without suite items (`decontaminated_warmup`)."""
+"""A given `train.sft_warmup_data` without suite items (`decontaminated_given`)."""
 
 
 def output_phase(output: str) -> str:
@@ -256,27 +256,6 @@ def corpus_file(cfg: LoopConfig, folder: Path) -> Path:
     return path
 
 
-def decontaminated_train_data(cfg: LoopConfig, folder: Path) -> Path:
-    """A directly given train.data, matched against the loop's suites (module docstring)."""
-    assert cfg.train.data is not None
-    return decontaminated_given(cfg, folder)["data"]
-
-
-def decontaminated_pairs(cfg: LoopConfig, folder: Path) -> Path | None:
-    """User-given `train.composite.pairs` (read when beta > 0), matched against the loop's
-    suites like the replay's pairs: the trainer reads `PAIRS_FILTERED` without the pairs that
-    contain a suite item, listed under `pairs` in `REPORT` (beside a given train.data's
-    entry). None when composite reads no given pairs; the file itself when nothing matches."""
-    return decontaminated_given(cfg, folder).get("pairs")
-
-
-def decontaminated_warmup(cfg: LoopConfig, folder: Path) -> Path | None:
-    """A given `train.sft_warmup_data` (read when GRPO warms up), matched the same way: the
-    trainer reads `WARMUP_FILTERED` without suite items, listed under `sft_warmup_data` in
-    `REPORT`. None when no warm-up reads a given file; the file itself when nothing matches."""
-    return decontaminated_given(cfg, folder).get("sft_warmup_data")
-
-
 def given_files(cfg: LoopConfig) -> dict[str, tuple[Path, str]]:
     """Each user-given file training reads: key → (path, name of its filtered copy)."""
     t, c = cfg.train, cfg.train.composite
@@ -290,10 +269,11 @@ def given_files(cfg: LoopConfig) -> dict[str, tuple[Path, str]]:
 
 
 def decontaminated_given(cfg: LoopConfig, folder: Path) -> dict[str, Path]:
-    """Every given file training reads (`given_files`), each as what the trainer reads of it
-    (a filtered copy when rows must go), with one `REPORT` for all of them: a given
-    train.data's entry at the top, the others under their key. Written together, so the report
-    always describes every file of this round."""
+    """Every given file training reads (`given_files`: a direct train.data, composite's
+    replay-DPO pairs when beta > 0, the warm-up's rows), each as what the trainer reads of it (a
+    filtered copy when rows must go, else the file itself), with one `REPORT` for all of them:
+    a given train.data's entry at the top, the others under their key. Written together, so
+    the report always describes every file of this round."""
     from tuneloop.data.files import json_bytes, write_files
 
     out: dict[str, Path] = {}
@@ -402,7 +382,7 @@ def replay_files(cfg: LoopConfig) -> dict[str, Path]:
 
 def decontaminate_replay(cfg: LoopConfig, folder: Path) -> dict[str, int]:
     """Write the replay's rows and pairs without any that contain a suite item
-    (`REPLAY_SFT`, `REPLAY_DPO`; the rule of `decontaminated_train_data`), every removal
+    (`REPLAY_SFT`, `REPLAY_DPO`; the rule of `decontaminated_given`), every removal
     listed in `REPORT`; returns rows removed per file. The replayed traces are the data
     phase's before its decontamination, or a file given directly: either may hold suite items."""
     from tuneloop.data.decontam import decontaminate_file, without_lines

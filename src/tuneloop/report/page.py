@@ -212,29 +212,20 @@ def _with_delta(
         )
 
 
-def training_charts(path: Path) -> list[Chart]:
+def training_charts(rows: Sequence[TrainMetricsRow]) -> list[Chart]:
     """One chart per quantity in CURVES that the training log has, against the step."""
-    rows = read_train_metrics(path)
     charts = []
     for name in CURVES:
-        by_phase: dict[str, tuple[list[float], list[float]]] = {}
-        for r in rows:
-            v = r.values().get(name)
-            if v is not None:
-                xs, ys = by_phase.setdefault(r.phase, ([], []))
-                xs.append(float(r.step))
-                ys.append(v)
-        if by_phase:
-            series = [Series(phase, xs, ys) for phase, (xs, ys) in by_phase.items()]
+        series = _panel(rows, name)
+        if series:
             chart = lines(series, x_label="step", y_label=name, height=200)
-            charts.append(
-                Chart(f"{name} ({sum(len(x) for x, _ in by_phase.values())} points)", chart)
-            )
+            charts.append(Chart(f"{name} ({sum(len(s.x) for s in series)} points)", chart))
     return charts
 
 
-def _panel(rows: Sequence[TrainMetricsRow], key: str) -> list[Series]:
-    """One series per stage of `key` against the step; `reward_mean` with ± `reward_std`."""
+def _panel(rows: Sequence[TrainMetricsRow], key: str, spread: bool = False) -> list[Series]:
+    """One series per stage of `key` against the step; with `spread`, `reward_mean` ±
+    `reward_std` as its band."""
     by_phase: dict[str, list[dict[str, float]]] = {}
     for r in rows:
         values = r.values()
@@ -243,7 +234,7 @@ def _panel(rows: Sequence[TrainMetricsRow], key: str) -> list[Series]:
     out = []
     for phase, picked in by_phase.items():
         xs, ys = [v["step"] for v in picked], [v[key] for v in picked]
-        if key != "reward_mean":
+        if not spread:
             out.append(Series(phase, xs, ys))
             continue
         sd = [v.get("reward_std", 0.0) for v in picked]
@@ -264,7 +255,7 @@ def grpo_section(
     charts, absent = [], []
     marks = [Mark(walk_back.step, "walked back")] if walk_back is not None else []
     for title, key, top in GRPO_PANELS:
-        series = _panel(graded, key)
+        series = _panel(graded, key, spread=key == "reward_mean")
         if not series:
             why = " (TRL logs it only with grpo.beta > 0)" if key == "kl" else ""
             absent.append(f"{title}: not in the log{why}")
@@ -337,8 +328,9 @@ def run_page(
     if cfg.merge.zero_adapter:
         page.training_note = "no training: zero-adapter control arm"
     elif metrics.exists():
-        page.training = training_charts(metrics)
-        page.grpo = grpo_section(read_train_metrics(metrics), inputs.walk_back)
+        rows = read_train_metrics(metrics)
+        page.training = training_charts(rows)
+        page.grpo = grpo_section(rows, inputs.walk_back)
     else:
         page.training_note = f"not measured (no `{metrics}`)"
     page.walk_back = inputs.walk_back

@@ -64,6 +64,10 @@ class ScorerResolver:
         """The item's scorer, built with factory arguments `args` (none: its defaults)."""
         return self.named(scorer_name(item, self.default, self.override), args)
 
+    def for_row(self, row: Mapping[str, Any]) -> ResolvedScorer:
+        """A training or corpus row's scorer, built with the row's own `scorer_args`."""
+        return self.resolve(row, row.get("scorer_args") or {})
+
     def named(self, name: str, args: Mapping[str, Any] | None = None) -> ResolvedScorer:
         """Scorer `name`, whatever the item names (the eval's further `metrics`)."""
         # no arguments (every eval sample): the name is the key, with no JSON encoded per call

@@ -292,10 +292,10 @@ def test_champion_serve_base_is_the_loops_to_resolve(tmp_path, tiny_suite, monke
             return type("Reply", (), {"text": "42" if right else "0"})()
 
     from tuneloop.client import completions
-    from tuneloop.data.corpus.champion_rates import Served
+    from tuneloop.endpoint import Endpoint
 
     monkeypatch.setattr(completions, "OpenAIClient", Client)
-    served = Served("http://127.0.0.1:8123/v1", "base-model", "k")
+    served = Endpoint("http://127.0.0.1:8123/v1", "base-model", "k", pid=None)
     result = build_corpus(cfg, tmp_path / "out", progress=False, champion=served)
     rows = [json.loads(line) for line in result.grpo_path.open()]
     assert [(r["id"], r["pass_rate"]) for r in rows] == [("r1", 0.5)]

@@ -9,7 +9,7 @@ endpoint (wrong URL, key or model) stops the build naming `bands.champion`.
 
 `pass_rates` is the pure core over any `sample(messages, seed) -> text | None`; the HTTP
 shell `champion_pass_rates` only supplies that function. With `bands.champion.serve: base` the
-loop's data phase serves the round's base and passes where it answers (`Served`); outside a
+loop's data phase serves the round's base and passes its `Endpoint`; outside a
 loop that setting is refused, naming the key.
 """
 
@@ -18,10 +18,11 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from tuneloop.data.corpus.config import ChampionSpec
 from tuneloop.data.text import normalized_prompt
+from tuneloop.endpoint import Endpoint
 from tuneloop.errors import InputError
 
 Sample = Callable[[list[dict[str, Any]], int], Awaitable[str | None]]
@@ -37,7 +38,7 @@ async def pass_rates(
 
     async def one(row: dict[str, Any]) -> float:
         texts = await asyncio.gather(*(sample(row["messages"], k) for k in range(samples)))
-        fn = resolver.resolve(row, row.get("scorer_args") or {}).fn
+        fn = resolver.for_row(row).fn
         return sum(float(fn(row, t).value) if t is not None else 0.0 for t in texts) / samples
 
     rates = await asyncio.gather(*(one(r) for r in prompts))
@@ -50,19 +51,11 @@ OUTSIDE_LOOP = (
 )
 
 
-class Served(NamedTuple):
-    """Where the loop serves the champion for `bands.champion.serve: base`."""
-
-    base_url: str
-    model: str
-    api_key: str | None
-
-
 def champion_pass_rates(
     prompts: Sequence[dict[str, Any]],
     spec: ChampionSpec,
     default_scorer: str = "numeric",
-    served: Served | None = None,
+    served: Endpoint | None = None,
 ) -> dict[str, float]:
     """`pass_rates` against the champion's endpoint (see module docstring)."""
     from tuneloop.client.completions import (
@@ -75,7 +68,7 @@ def champion_pass_rates(
     if spec.serve is not None:
         if served is None:
             raise InputError(OUTSIDE_LOOP)
-        base_url, model, api_key = served
+        base_url, model, api_key = served.base_url, served.model, served.api_key
     else:
         assert spec.base_url is not None and spec.model is not None  # the spec's validator
         base_url, model = spec.base_url, spec.model

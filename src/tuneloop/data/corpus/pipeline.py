@@ -43,7 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from tuneloop.data.corpus.champion_rates import OUTSIDE_LOOP, Served
+from tuneloop.data.corpus.champion_rates import OUTSIDE_LOOP
 from tuneloop.data.corpus.config import CorpusConfig, load_corpus_config
 from tuneloop.data.corpus.ray import import_ray, row_pass
 from tuneloop.data.corpus.steps import (
@@ -64,6 +64,7 @@ from tuneloop.data.files import (
     write_files,
 )
 from tuneloop.data.ingest import ingest_files
+from tuneloop.endpoint import Endpoint
 from tuneloop.errors import InputError, did_you_mean, refuse_overwriting_inputs
 from tuneloop.records import sha256_bytes, sha256_file, sha256_path
 from tuneloop.registry import scorers
@@ -96,7 +97,7 @@ def build_corpus(
     progress: bool = True,
     extra_suites: Sequence[Path] = (),
     executor: Literal["local", "ray"] | None = None,
-    champion: Served | None = None,
+    champion: Endpoint | None = None,
 ) -> CorpusResult:
     """Build the corpus described by `config_path` into `out_dir` (see module docstring).
     `extra_suites` are decontaminated against as well (the loop's suites); `executor`

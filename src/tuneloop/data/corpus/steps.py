@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from tuneloop.data.corpus.bands import band_of, prompt_pass_rates
-from tuneloop.data.corpus.champion_rates import Served, champion_pass_rates
+from tuneloop.data.corpus.champion_rates import champion_pass_rates
 from tuneloop.data.corpus.config import CorpusConfig
 from tuneloop.data.corpus.training_rows import (
     Row,
@@ -31,6 +31,7 @@ from tuneloop.data.dedup import (
     near_duplicates,
 )
 from tuneloop.data.text import conversation_text
+from tuneloop.endpoint import Endpoint
 from tuneloop.errors import InputError
 from tuneloop.scrub import Scrubber
 
@@ -214,7 +215,7 @@ def _pair_text(pair: dict[str, Any]) -> str:
     return conversation_text([*pair["prompt"], *pair["chosen"], *pair["rejected"]])
 
 
-def apply_bands(b: Build, cfg: CorpusConfig, champion: Served | None = None) -> None:
+def apply_bands(b: Build, cfg: CorpusConfig, champion: Endpoint | None = None) -> None:
     """Tag rows and GRPO prompts with their pass rate and band; drop those not in `keep`.
     `champion`: where the loop serves its base (`bands.champion.serve: base`)."""
     assert cfg.bands is not None

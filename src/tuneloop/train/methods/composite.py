@@ -236,7 +236,7 @@ def self_distill(s: TrainSettings, default_scorer: str) -> SelfDistill:
         resolver = ScorerResolver(default_scorer, override=s.grpo.scorer)
 
         def score(item: dict[str, Any], completion: str) -> Any:
-            return resolver.resolve(item, item.get("scorer_args") or {}).fn(item, completion)
+            return resolver.for_row(item).fn(item, completion)
 
         feedback = FeedbackTeacher(score, hint_format(s))
     divergence = Divergence(c.divergence, c.jsd_beta, c.top_k)

@@ -73,7 +73,7 @@ def scorer_reward(
         out: list[float | None] = []
         rows = [json.loads(raw) for raw in item]
         for completion, row in zip(completions, rows, strict=True):
-            resolved = resolver.resolve(row, row.get("scorer_args") or {})
+            resolved = resolver.for_row(row)
             whole = resolved.trajectory and isinstance(completion, list)
             answer = completion if whole else completion_text(completion)
             out.append(float(resolved.fn(row, answer).value))
