@@ -113,6 +113,10 @@ def test_grpo_warms_up_on_its_own_file(tiny_model: Path, prompts: Path, tmp_path
     warm = write_jsonl(tmp_path / "warm.jsonl", arith_rows(6, start=100))
     suite = write_jsonl(tmp_path / "suite.jsonl", [{**arith_rows(1, 102)[0], "id": "suite-0"}])
     s = tiny("grpo", sft_warmup_steps=2, sft_warmup_batch_size=4, sft_warmup_data=warm)
+    missing = s.model_copy(update={"sft_warmup_data": tmp_path / "none.jsonl"})
+    with pytest.raises(InputError, match=r"train\.sft_warmup_data: .*none\.jsonl not found"):
+        train(tiny_model, prompts, tmp_path / "m", missing, progress=False)
+    assert not (tmp_path / "m").exists() and not (tmp_path / "m.partial").exists()
     # the warm-up's rows are trained on too: matched against the suite before anything runs
     with pytest.raises(InputError, match=r"warm\.jsonl:3 ~ suite-0"):
         train(tiny_model, prompts, tmp_path / "x", s, suite_paths=[suite], progress=False)

@@ -113,6 +113,8 @@ def train(
     check_base(base)
     rows = read_rows(data)
     warm = warmup_file(settings)
+    if warm is not None and not warm.is_file():
+        raise InputError(f"train.sft_warmup_data: {warm} not found (the warm-up's JSONL rows)")
     read = rows + (read_rows(warm) if warm is not None else [])  # both are trained on
     hits = check_contamination(read, suite_paths, settings.allow_contamination)
     record = run_record(base, data, settings, len(rows), hits, suite_paths)
