@@ -2,6 +2,8 @@
 
 Run:  .venv/bin/python benchmarks/decision_quality.py [--rounds 2000] [--items 100]
           [--samples 4] [--beta-a 0.5] [--beta-b 0.5] [--alpha 0.05] [--seed 0]
+          [--portfolio 4] [--validation-items 100] [--portfolio-test permutation]
+          [--portfolio-only]
 
 Simulation. Each round draws a fresh gate slice of `--items` items whose true champion
 pass rates p_i ~ Beta(a, b) (the default Beta(0.5, 0.5) piles items near 0 and 1, as real
@@ -25,12 +27,49 @@ Methods, all applied to the same simulated item scores in each round:
 Printed: the false-promotion rate (A/A), the power at the reported MDE (A/B), and the items
 each method needs for 80% power at that same effect (simulated on a grid of slice sizes and
 interpolated in log n), with the Monte Carlo standard error of the rates.
+
+Portfolio case (issue 30; `--portfolio K`, default 4, 0 skips it; `--portfolio-only` runs
+only it). A round trains K challengers and must promote at most one. Each round draws a
+validation slice of `--validation-items` items and a gate slice of `--items` items, both
+fresh and independent (p_i ~ Beta(a, b), `--samples` samples per item per arm, as above).
+Two cases, `--rounds` rounds each: all K challengers equal to the champion in truth (A/A for
+every one: any promotion is false), and one of them, at a random position, better by a mean
++5 points (logit shift from `shift_for`), the others equal. Three ways to decide, on the same
+draws in each round, the gate being `decide` with `Bar(alpha, test=--portfolio-test,
+min_items=1)`, margin 0, exactly as above:
+1. **best validation mean → fresh gate** (tuneloop's `portfolio:` with `selection.rule:
+   best_mean` and `gate.adjudicate: selected`): every challenger is evaluated on the
+   validation slice only; the best validation mean is selected (ties to the lower index: the
+   costs are equal here) and only it is gated, once, on the gate slice.
+2. **naive: best gate mean at α**: every challenger is evaluated on the gate slice, and
+   the best gate mean is promoted if its one-sided test passes at α, uncorrected.
+3. **adjudicate all, Holm** (tuneloop's `gate.adjudicate: all`): every challenger is
+   gated on the gate slice; the K one-sided p-values (the rule's `stats["p_value"]`) are
+   adjusted by `tuneloop.stats.holm_adjust`, and a challenger passes when its adjusted p is
+   < α (strict, as the gate's significance condition; the exact p-values here are multiples
+   of 2^-N, so at α = 0.05 `≤` gives the same counts) and its Δ > 0; the first that passes
+   (equal costs: the lower index) is promoted.
+Printed, with the Monte Carlo standard error of each rate: the false-promotion rate (all
+equal), and in the +5-point case the rate of promoting the improved challenger (power) and of
+promoting a wrong one.
+
+Why method 1 stays ≤ α: selection reads only the validation slice, which shares no items and
+no samples with the gate slice. Conditional on whichever challenger was selected, its gate
+scores are a fresh draw, so the gate judges one pre-selected challenger exactly as in the
+single-challenger A/A rounds above; selection on validation cannot inflate its error. Method
+2 takes the maximum of K noisy comparisons on the slice that also judges them, so its error
+grows toward 1 − (1 − α)^K (a little less: the K comparisons share the champion's scores).
+Method 3 controls the family-wise error at α by Holm's argument, at the cost of power (the
+smallest p must be below α/K). The section takes about 4 s at the defaults on 2 cores with
+the exact permutation test (the whole script about 22 s), so `--portfolio-test sign` is there
+for comparison, not for speed.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -41,7 +80,7 @@ from scipy.special import expit, logit
 from scipy.stats import norm
 
 from tuneloop.gate import Bar, decide
-from tuneloop.stats import items_needed, min_detectable_effect
+from tuneloop.stats import holm_adjust, items_needed, min_detectable_effect
 
 Method = Callable[[np.ndarray, np.ndarray, float], bool]
 GRID = (10, 25, 50, 75, 100, 150, 200, 300, 400, 600, 800, 1200, 1600)
@@ -156,6 +195,108 @@ def crossing(powers: list[float], grid: tuple[int, ...], target: float = 0.8) ->
     return f"> {grid[-1]}"
 
 
+PORTFOLIO_METHODS = (
+    "1. best validation mean → fresh gate",
+    "2. naive: best gate mean at α",
+    "3. adjudicate all, Holm",
+)
+
+
+def challenger_rates(p: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+    """(K × items) true pass rates: expit(logit p + shift), exactly p where the shift is 0."""
+    moved = expit(logit(np.clip(p, 1e-9, 1 - 1e-9))[None, :] + shifts[:, None])
+    return np.where(shifts[:, None] == 0, p[None, :], moved)
+
+
+def portfolio_round(
+    rng: np.random.Generator, args: argparse.Namespace, shifts: np.ndarray, bar: Bar
+) -> tuple[int, int, int, int]:
+    """One portfolio round: the challenger each method promotes (-1: none), and the one the
+    validation slice selected."""
+    m, a, b = args.samples, args.beta_a, args.beta_b
+    p_val = rng.beta(a, b, size=args.validation_items)
+    validation = rng.binomial(m, challenger_rates(p_val, shifts)) / m
+    p_gate = rng.beta(a, b, size=args.items)
+    champion = rng.binomial(m, p_gate) / m
+    # Every challenger's gate scores are drawn; method 1 reads only the selected one's, which
+    # the validation draw above cannot influence (common random numbers across methods).
+    gate = rng.binomial(m, challenger_rates(p_gate, shifts)) / m
+    decisions = [decide(champion, row, bar=bar, bound=False) for row in gate]
+
+    selected = int(np.argmax(validation.mean(axis=1)))  # ties: the lower index
+    one = selected if decisions[selected].promote else -1
+
+    best = int(np.argmax(gate.mean(axis=1)))
+    naive = best if decisions[best].promote else -1
+
+    adjusted = holm_adjust([d.stats["p_value"] for d in decisions])
+    passed = [
+        j for j, d in enumerate(decisions) if adjusted[j] < args.alpha and d.stats["delta"] > 0
+    ]
+    holm = passed[0] if passed else -1
+    return one, naive, holm, selected
+
+
+def portfolio(args: argparse.Namespace, console: Console) -> None:
+    """The portfolio case: K challengers, all equal to the champion or one of them +5 points."""
+    k = args.portfolio
+    t0 = time.perf_counter()
+    bar = Bar(alpha=args.alpha, test=args.portfolio_test, min_items=1)
+    shift = shift_for(0.05, args.beta_a, args.beta_b, args.seed)
+    rounds = args.rounds
+    false = [0] * len(PORTFOLIO_METHODS)
+    right = [0] * len(PORTFOLIO_METHODS)
+    wrong = [0] * len(PORTFOLIO_METHODS)
+    picked_good = 0
+    with Progress(console=console, transient=True) as progress:
+        rng = np.random.default_rng(args.seed + 20_001)
+        task = progress.add_task(f"portfolio of {k}, all equal", total=rounds)
+        for _ in range(rounds):
+            *promoted, _ = portfolio_round(rng, args, np.zeros(k), bar)
+            for i, j in enumerate(promoted):
+                false[i] += j >= 0
+            progress.advance(task)
+        progress.remove_task(task)
+        rng = np.random.default_rng(args.seed + 20_002)
+        task = progress.add_task(f"portfolio of {k}, one +5 points", total=rounds)
+        for _ in range(rounds):
+            good = int(rng.integers(k))
+            shifts = np.zeros(k)
+            shifts[good] = shift
+            *promoted, selected = portfolio_round(rng, args, shifts, bar)
+            picked_good += selected == good
+            for i, j in enumerate(promoted):
+                right[i] += j == good
+                wrong[i] += j >= 0 and j != good
+            progress.advance(task)
+        progress.remove_task(task)
+    seconds = time.perf_counter() - t0
+
+    def rate(hits: int) -> str:
+        r = hits / rounds
+        return f"{r:.3f} ± {math.sqrt(r * (1 - r) / rounds):.3f}"
+
+    table = Table(
+        "method",
+        "false promotion, all equal",
+        "power, one +5 pt",
+        "wrong promotion, one +5 pt",
+        title=f"Portfolio of {k} challengers, α = {args.alpha:g} (goal: false promotion ≤ α), "
+        f"{rounds} rounds per case, rate ± MC s.e.",
+        caption=f"validation {args.validation_items} items, gate {args.items} items, "
+        f"{args.samples} samples per item per arm, {args.portfolio_test} test",
+    )
+    for i, name in enumerate(PORTFOLIO_METHODS):
+        table.add_row(name, rate(false[i]), rate(right[i]), rate(wrong[i]))
+    console.print(table)
+    bound = 1 - (1 - args.alpha) ** k
+    console.print(
+        f"+5 points = logit shift {shift:.3f}; the validation slice selected the improved "
+        f"challenger in {picked_good / rounds:.3f} of rounds\n1 − (1 − α)^{k} = {bound:.3f} "
+        f"(method 2's rough ceiling); portfolio case: {seconds:.1f} s"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=2000)
@@ -166,8 +307,19 @@ def main() -> None:
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--grid-rounds", type=int, default=1000, help="rounds per grid point")
+    ap.add_argument(
+        "--portfolio", type=int, default=4, metavar="K", help="challengers (0: skip the case)"
+    )
+    ap.add_argument("--validation-items", type=int, default=100, help="portfolio selection")
+    ap.add_argument("--portfolio-test", choices=("permutation", "sign"), default="permutation")
+    ap.add_argument("--portfolio-only", action="store_true", help="run only the portfolio case")
     args = ap.parse_args()
     console = Console(width=130)
+    if args.portfolio_only:
+        if args.portfolio < 1:
+            ap.error("--portfolio-only needs --portfolio K with K ≥ 1")
+        portfolio(args, console)
+        return
     n, m = args.items, args.samples
 
     sd_diff, mde, shift = reported_mde(args)
@@ -204,6 +356,8 @@ def main() -> None:
     console.print(
         f"false-promotion ratio, MLflow threshold ≥ +0 vs tuneloop gate (permutation): {ratio:.1f}×"
     )
+    if args.portfolio > 0:
+        portfolio(args, console)
 
 
 if __name__ == "__main__":

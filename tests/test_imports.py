@@ -21,7 +21,18 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = SRC / "tuneloop"
 
-PHASES = {"serve", "evaluate", "train", "data", "replay", "report", "gate", "archive", "tracking"}
+PHASES = {
+    "serve",
+    "evaluate",
+    "train",
+    "data",
+    "replay",
+    "report",
+    "gate",
+    "archive",
+    "tracking",
+    "selection",
+}
 SHARED = {"scorers", "stats", "client", "envs", "scrub", "serving", "memory"}
 CORE = {
     "config",

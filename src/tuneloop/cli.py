@@ -31,6 +31,7 @@ from tuneloop.gate.command import champion, gate, ledger_app
 from tuneloop.loop.command import reproduce, run
 from tuneloop.replay.command import replay
 from tuneloop.report.command import compare, power
+from tuneloop.selection.command import select
 from tuneloop.serve.command import proxy, serve
 from tuneloop.train.command import doctor, merge, train
 from tuneloop.view.command import view
@@ -43,6 +44,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "eval": evaluate,
     "compare": compare,
     "power": power,
+    "select": select,
     "train": train,
     "merge": merge,
     "doctor": doctor,

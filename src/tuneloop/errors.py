@@ -52,6 +52,13 @@ class PhaseFailed(TuneloopError):
     exit_code = EXIT_PHASE_FAILED
 
 
+class AwaitingApproval(TuneloopError):
+    """A run stopped before any compute until a person approves what it would spend
+    (`portfolio.approval.spend`). Exit status 1."""
+
+    exit_code = EXIT_REJECT
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest choice, or '' when nothing is close."""
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)

@@ -21,13 +21,16 @@ from tuneloop.config import LoopConfig, load_config
 from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.integrity import seal_round
 from tuneloop.loop.layout import slice_ids
-from tuneloop.loop.phases import PHASES, Phase
+from tuneloop.errors import PhaseFailed
+from tuneloop.loop.phases import CHALLENGER_PHASES, PHASES, Phase
 from tuneloop.loop.runner import Runner, Selection
 from tuneloop.records import write_jsonl, write_record
 from tuneloop.samplelog import EvalSummary, SampleRow, SamplingParams
 from tuneloop.suite import load_suite
 
 STRONG_STEPS = 100
+FAILING_STEPS = 13
+"""A fake training run of exactly this many steps fails (a challenger that fails)."""
 N_ITEMS = 240
 CALLS: list[str] = []
 
@@ -117,6 +120,13 @@ def eval_pre(ctx: PhaseContext) -> None:
 
 def train(ctx: PhaseContext) -> None:
     CALLS.append("train")
+    if ctx.cfg.portfolio is not None:  # the real hand-over of the selected challenger
+        from tuneloop.loop.portfolio.run import adopt_selected
+
+        adopt_selected(ctx)
+        return
+    if ctx.cfg.train.steps == FAILING_STEPS:
+        raise PhaseFailed("training diverged (a fake failure)")
     (ctx.folder / "adapter").mkdir()
     (ctx.folder / "adapter" / "steps.txt").write_text(str(ctx.cfg.train.steps))
 
@@ -152,9 +162,9 @@ FAKES = {
 }
 
 
-def phases() -> tuple[Phase, ...]:
+def phases(table: tuple[Phase, ...] = PHASES) -> tuple[Phase, ...]:
     out = []
-    for p in PHASES:
+    for p in table:
         fake = FAKES.get(p.name)
         out.append(dataclasses.replace(p, run=fake) if fake else p)
     return tuple(out)
@@ -164,7 +174,7 @@ def runner(config: Path, overrides: list[str] | None = None, **sel: str) -> Runn
     cfg: LoopConfig = load_config(config, overrides)
     table = phases()
     selection = Selection(names=tuple(p.name for p in table), **sel)  # type: ignore[arg-type]
-    return Runner(cfg, config, selection, table)
+    return Runner(cfg, config, selection, table, phases(CHALLENGER_PHASES))
 
 
 def run_round(config: Path, overrides: list[str] | None = None, asked: str = "next") -> int:

@@ -25,6 +25,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from tuneloop.config.base import ConfigPath, SafeName, Section
 from tuneloop.config.flywheel import FlywheelConfig
 from tuneloop.config.hub import hub_id, resolve_cached
+from tuneloop.config.portfolio import PortfolioConfig
 from tuneloop.config.replay import ReplayConfig
 from tuneloop.config.slicing import SlicingConfig
 from tuneloop.config.tracking import TrackingConfig
@@ -309,6 +310,10 @@ class BarConfig(Section):
 class GateConfig(BarConfig):
     enabled: bool = True
     """Run the gate phase."""
+    adjudicate: Literal["selected", "all"] = "selected"
+    """With a `portfolio`: `selected` evaluates only the challenger the sealed selection rule
+    chose on the validation slice on the gate slice; `all` evaluates every challenger on the
+    gate slice and promotes the cheapest that passes the bar with α split by Holm."""
     slice: str = "gate"
     """Suite slice the decision is made on; looked at once."""
     ledger: ConfigPath | None = None
@@ -375,6 +380,11 @@ class LoopConfig(Section):
     """MLflow interop (`tuneloop[mlflow]`): each round logged as an MLflow run, its merged model
     registered, `@champion` following the ledger's promotions. The ledger stays the
     source of truth: a failed write never fails the run, and the next run retries it."""
+    portfolio: PortfolioConfig | None = None
+    """A set of challengers per round (`tuneloop.loop.portfolio`): each trained, costed
+    against a budget before any compute, compared on a validation slice under a rule sealed
+    before any of them is evaluated; only the selected one is adjudicated on the gate slice
+    (`gate.adjudicate`). None: one challenger, from `train:`."""
     replay: ReplayConfig = ReplayConfig()
     """Teacher replay (`tuneloop replay`): traces, teachers file, sampled steps, judge. With
     `replay.teachers` set the loop runs a `replay` phase after `data` (on `replay.traces`, or

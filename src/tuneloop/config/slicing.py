@@ -48,6 +48,10 @@ class RollingConfig(Section):
     audit_fraction: float = Field(default=0.2, ge=0, lt=1)
     """Fraction of the suite held back as the audit part: reported every round, never a gate
     slice."""
+    validation_fraction: float = Field(default=0.0, ge=0, lt=1)
+    """Fraction of the suite held back as the `validation` part, where a portfolio's
+    challengers are compared (`portfolio.selection.slice: validation`): never a gate slice,
+    never audited; 0: none."""
     gate_size: int = Field(default=50, ge=1)
     """Items per gate slice; each round's gate looks at one fresh slice of this size."""
     seed: int = 0

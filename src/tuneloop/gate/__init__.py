@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tuneloop.gate.champion import ChampionDescriptor
     from tuneloop.gate.promotion import approve, champion_history, register_champion
     from tuneloop.gate.rule import Condition, Decision, decide, item_scores
-    from tuneloop.gate.verdict import GateVerdict, adjudicate
+    from tuneloop.gate.verdict import GateVerdict, adjudicate, pretest
 
 # Exports load lazily (PEP 562) so that importing `tuneloop.gate.command` for `--help` does
 # not pull numpy and scipy in through the rule.
@@ -38,6 +38,7 @@ _EXPORTS = {
     "item_scores": "rule",
     "GateVerdict": "verdict",
     "adjudicate": "verdict",
+    "pretest": "verdict",
 }
 __all__ = [
     "Bar",
@@ -51,6 +52,7 @@ __all__ = [
     "decide",
     "item_scores",
     "load_bar",
+    "pretest",
     "register_champion",
 ]
 

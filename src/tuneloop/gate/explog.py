@@ -4,6 +4,12 @@ The ledger is the source of truth; this file is the human-readable trail a revie
 through. Entries are appended and fsynced, never rewritten. Each entry carries an HTML comment
 with its run id (`<!-- tuneloop:verdict RUN -->`), so writing the same round twice (a resumed
 gate phase) appends nothing the second time.
+
+A portfolio round's entry ends with its challengers (`portfolio_lines`): the sealed selection
+rule, the slice it consumed, the budget against the estimate and how the spend was approved,
+then one table row per challenger (recipe, estimated and measured training seconds,
+validation mean, its figures against the default, failed and why, selected and why). The
+words are `records.portfolio_table`'s, which the capstone and the dashboard show too.
 """
 
 from __future__ import annotations
@@ -13,6 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.gate.champion import describe
+from tuneloop.records.portfolio_table import (
+    challenger_cells,
+    choice_sentence,
+    header,
+    markdown_table,
+    summary_line,
+)
+from tuneloop.records.selection import PortfolioRecord
 
 LOG_NAME = "EXPERIMENT-LOG.md"
 _HEADER = "# Experiment log\n\nOne entry per gate round, appended by `tuneloop gate`.\n"
@@ -37,8 +51,9 @@ def append_entry(path: Path, marker: str, text: str) -> bool:
     return True
 
 
-def verdict_entry(v: dict[str, Any]) -> str:
-    """The Markdown entry of one verdict record (a `GateVerdict.to_json()` dict)."""
+def verdict_entry(v: dict[str, Any], portfolio: PortfolioRecord | None = None) -> str:
+    """The Markdown entry of one verdict record (a `GateVerdict.to_json()` dict); a portfolio
+    round's challengers (its `challengers/selection.json`) close it, under `- Challengers:`."""
     s, bar = v["stats"], v["bar"]
     champ, chall = v["champion"], v["challenger"]
     reuse = v.get("slice_reuse")
@@ -75,7 +90,24 @@ def verdict_entry(v: dict[str, Any]) -> str:
         lines.append(f"- New champion: v{v['new_champion_version']} — {desc}")
     elif v["decision"] == "promote":
         lines.append("- Promotion pending: the champion changes once the run is archived")
+    if portfolio is not None:
+        # the list item's own paragraphs and table: indented under it, after a blank line
+        lines += ["- Challengers:", ""]
+        lines += [f"  {line}" if line else "" for line in portfolio_lines(portfolio)]
     return "\n".join(lines) + "\n"
+
+
+def portfolio_lines(record: PortfolioRecord) -> list[str]:
+    """A portfolio round's challengers in Markdown: the rule (sha256 prefix), the selection
+    slice, the budget against the estimate and the approval; one table row per challenger;
+    which one the gate adjudicates and why."""
+    return [
+        summary_line(record),
+        "",
+        *markdown_table(header(record), challenger_cells(record)),
+        "",
+        choice_sentence(record),
+    ]
 
 
 def approval_entry(run_id: str, at: str, version: int, descriptor: dict[str, Any]) -> str:

@@ -10,16 +10,21 @@ different bar under the same seal id is refused — the challenger's numbers may
 sealed, for the same slice and items, and the seal must be in the ledger (a seal file whose
 twin is not in the ledger was not made by this ledger's run). A verdict judged against any
 other bar is refused, so moving the margin after seeing the report cannot change a decision.
+
+`seal_selection` does the same for a portfolio round's selection rule (`<run id>:selection`),
+as the first act of its `challengers` phase, before any challenger trains.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tuneloop.errors import InputError
 from tuneloop.gate.bar import Bar
 from tuneloop.gate.ledger import Ledger, SealedBar, open_ledger
 from tuneloop.gate.verdict_record import items_sha256
+from tuneloop.records import canonical_json, sha256_bytes
 
 SEAL_FILE = "sealed_bar.json"
 
@@ -37,11 +42,7 @@ def seal_bar(
         n_items=len(item_ids),
         sealed_at=at,
     )
-    with open_ledger(ledger_path) as ledger, ledger.transaction():
-        previous = ledger.sealed(seal_id)
-        if previous is None:
-            ledger.seal(record)
-            return record
+    previous = _store(ledger_path, record)
     if previous.seal_sha256() != record.seal_sha256():
         raise InputError(
             f"the bar of round {seal_id!r} was sealed at {previous.sealed_at} "
@@ -50,6 +51,56 @@ def seal_bar(
             "bar, or start a new round with `tuneloop run CONFIG --from eval_post`, which "
             "needs a gate slice no verdict has looked at"
         )
+    return previous
+
+
+def selection_seal_id(run_id: str) -> str:
+    """The seal id of a round's selection rule (beside its bar's, the run id itself)."""
+    return f"{run_id}:selection"
+
+
+def seal_selection(
+    ledger_path: Path,
+    run_id: str,
+    rule: dict[str, Any],
+    slice_name: str,
+    item_ids: list[str],
+    at: str,
+) -> SealedBar:
+    """Seal a portfolio round's selection rule before any challenger is evaluated: the rule,
+    the challengers it chooses among (names and overrides) and the adjudication mode, in
+    `rule`, hashed like a bar (`sealed_bars`, seal id `<run id>:selection`). The same rule
+    again is a no-op (a resumed round); another one is refused — a challenger may already
+    have a number."""
+    record = SealedBar(
+        seal_id=selection_seal_id(run_id),
+        bar=rule,
+        bar_sha256=sha256_bytes(canonical_json(rule).encode()),
+        slice=slice_name,
+        items_sha256=items_sha256(item_ids),
+        n_items=len(item_ids),
+        sealed_at=at,
+    )
+    previous = _store(ledger_path, record)
+    if previous.seal_sha256() != record.seal_sha256():
+        raise InputError(
+            f"the selection rule of round {run_id!r} was sealed at {previous.sealed_at}, "
+            f"before any challenger was evaluated (rule {previous.bar_sha256[:12]} on slice "
+            f"{previous.slice!r}, {previous.n_items} items); the config now asks for rule "
+            f"{record.bar_sha256[:12]} on slice {record.slice!r}. A selection rule cannot "
+            "change once challengers may have numbers: restore portfolio.selection and the "
+            "challengers, or start a new round (`tuneloop run CONFIG --from challengers`)"
+        )
+    return previous
+
+
+def _store(ledger_path: Path, record: SealedBar) -> SealedBar:
+    """The seal stored under `record.seal_id`: `record`, unless one was there already."""
+    with open_ledger(ledger_path) as ledger, ledger.transaction():
+        previous = ledger.sealed(record.seal_id)
+        if previous is None:
+            ledger.seal(record)
+            return record
     return previous
 
 

@@ -57,6 +57,7 @@ from tuneloop.gate.verdict_record import (
     make_evidence,
 )
 from tuneloop.records import write_record
+from tuneloop.records.selection import PortfolioRecord
 
 VERDICT_FILE = "verdict.json"
 
@@ -85,13 +86,19 @@ def adjudicate(
     promote: bool = True,
     contents: dict[str, str] | None = None,
     changes_are_new: bool = False,
+    adjudication: dict[str, Any] | None = None,
+    portfolio: PortfolioRecord | None = None,
 ) -> GateVerdict:
     """Decide champion vs challenger on a fresh slice; record and return the verdict.
 
     `models` are the (champion, challenger) model hashes; `sealed` the bar sealed before the
     challenger's evaluation; `contents` each item's content hash (`SuiteItem.content_sha256`;
     without one a look is recorded by id alone), and `changes_are_new` judges an item changed
-    under a consumed id as a new item (`suite.item_changes: new`). Raises `InputError` (exit
+    under a consumed id as a new item (`suite.item_changes: new`). A portfolio round passes
+    its `adjudication` (recorded in the verdict; its `alpha_used` is the α the decision is made
+    at, the Holm level of this challenger under `gate.adjudicate: all`, while the bar sealed
+    and hashed stays the nominal one) and its challenger table (`portfolio`, for the
+    experiment log's entry). Raises `InputError` (exit
     2, nothing written) for incomparable logs, a bad descriptor, a bar other than the sealed
     one, a run id already judged on other evidence, consumed items without
     `allow_slice_reuse`, or changed items not declared new.
@@ -109,13 +116,14 @@ def adjudicate(
     with open_ledger(ledger_path) as ledger:
         stored = _stored_verdict(ledger, evidence, run_id)
         if stored is not None:
-            _write_outputs(stored, ledger_path, out_dir)
+            _write_outputs(stored, ledger_path, out_dir, portfolio)
             return stored
         if sealed is not None:
             check_seal(sealed, bar, slice_name, item_ids, ledger)
         looks = _Looks(contents, allow_slice_reuse, changes_are_new)
         previous, changes = looks.check(ledger, slice_name, evidence, item_ids, run_id)
-        decision = _decide(champ, chall, bar, seed)
+        alpha = (adjudication or {}).get("alpha_used")
+        decision = _decide(champ, chall, bar if alpha is None else _at(bar, alpha), seed)
         with ledger.transaction():
             # Re-check inside the write lock: another process may have looked meanwhile.
             previous, changes = looks.check(ledger, slice_name, evidence, item_ids, run_id)
@@ -140,12 +148,24 @@ def adjudicate(
             verdict.evidence, verdict.evidence_sha256 = evidence, evidence.sha256()
             verdict.item_ids = sorted(item_ids)
             verdict.sealed_at = sealed.sealed_at if sealed else None
+            verdict.adjudication = adjudication
             _record(ledger, verdict, bool(previous), promote, contents)
             ledger.add_item_changes(changes)
-    _write_outputs(verdict, ledger_path, out_dir)
+    _write_outputs(verdict, ledger_path, out_dir, portfolio)
     if changes:
         append_entry(log_path(ledger_path), f"item changes {run_id}", changes_entry(changes))
     return verdict
+
+
+def pretest(
+    champion_log: Path, challenger_log: Path, *, bar: Bar, item_ids: list[str], seed: int = 0
+) -> Decision:
+    """The rule on two logs, nothing recorded: what a portfolio round under
+    `gate.adjudicate: all` reads for every challenger before Holm picks the one its verdict
+    then records (the bar and the procedure sealed before any challenger was evaluated)."""
+    champ, chall = load_arms(champion_log, challenger_log, item_ids, bar.scorer)
+    _check_k(bar, champ)
+    return _decide(champ, chall, bar, seed)
 
 
 def _stored_verdict(ledger: Ledger, evidence: Evidence, run_id: str) -> GateVerdict | None:
@@ -283,6 +303,11 @@ def _check_k(bar: Bar, champ: Arm) -> None:
         raise InputError(f"bar: k = {bar.k} but the logs have only {k_max} samples per item")
 
 
+def _at(bar: Bar, alpha: float) -> Bar:
+    """The bar with the α a multiple adjudication leaves this challenger (Holm)."""
+    return Bar.model_validate(bar.model_dump() | {"alpha": alpha})
+
+
 def _decide(champ: Arm, chall: Arm, bar: Bar, seed: int) -> Decision:
     return decide(
         item_scores(champ.scores, bar.metric, bar.k),
@@ -387,7 +412,9 @@ def _record(
     ledger.add_verdict(verdict)
 
 
-def _write_outputs(verdict: GateVerdict, ledger_path: Path, out_dir: Path) -> None:
+def _write_outputs(
+    verdict: GateVerdict, ledger_path: Path, out_dir: Path, portfolio: PortfolioRecord | None
+) -> None:
     write_record(Path(out_dir) / VERDICT_FILE, verdict)
-    data = verdict.to_json()
-    append_entry(log_path(ledger_path), f"verdict {verdict.run_id}", verdict_entry(data))
+    entry = verdict_entry(verdict.to_json(), portfolio)
+    append_entry(log_path(ledger_path), f"verdict {verdict.run_id}", entry)

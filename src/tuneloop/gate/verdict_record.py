@@ -133,9 +133,23 @@ class GateVerdict(Record):
     """The slice's item ids, as consumed in the ledger."""
     sealed_at: str | None = None
     """When the bar was sealed in the ledger (before the post evaluation), if it was."""
+    adjudication: dict[str, Any] | None = None
+    """A portfolio round's adjudication (`gate.adjudicate`): `rule` (`selected`: the one
+    challenger the sealed selection chose on its slice; `all`: every challenger on this slice,
+    α split by Holm), the number of challengers, the nominal α and the α this verdict was
+    decided at (`alpha_used`), and the challengers' p-values under `all`. None: a
+    one-challenger round."""
     promoted: bool = False
     """Whether the champion was recorded with the verdict (standalone gate) — in the loop the
     promotion is a later step, recorded in `promote/promotion.json` and the ledger."""
+
+    def to_json(self) -> dict[str, Any]:
+        # `adjudication` came later: left out while unset, so a one-challenger round's
+        # verdict reads and hashes as it always did
+        data = super().to_json()
+        if data.get("adjudication") is None:
+            data.pop("adjudication", None)
+        return data
 
 
 def items_sha256(item_ids: list[str]) -> str:

@@ -57,6 +57,8 @@ from tuneloop.loop.layout import (
     slice_ids,
     suite_view,
 )
+from tuneloop.loop.portfolio import round_recipe
+from tuneloop.loop.portfolio.run import adjudication_of, adopt_selected, portfolio_of
 from tuneloop.loop.state import RunState
 from tuneloop.loop.warmup import AFTER_WARMUP, WARMUP_STEP, evaluates_warmup
 from tuneloop.records import read_record, write_json, write_record
@@ -253,6 +255,9 @@ def train_settings(cfg: LoopConfig, run: RunLayout) -> TrainConfig:
 def run_train(ctx: PhaseContext) -> None:
     from tuneloop.train.run import train
 
+    if ctx.cfg.portfolio is not None:  # the challenger the sealed rule chose, as trained
+        adopt_selected(ctx)
+        return
     # given files, matched against the suites; the corpus build's and the replay's already are
     given = decontaminated_given(ctx.cfg, ctx.folder)
     data = given.get("data") or train_data(ctx.cfg, ctx.layout)
@@ -378,7 +383,9 @@ def run_gate(ctx: PhaseContext) -> None:
         (run.adapter, judged) if adapter else None,
         base_sha256=models[0],
         run_id=ctx.run_id,
+        recipe=round_recipe(ctx.cfg, ctx.workdir),
     )
+    portfolio = portfolio_of(ctx.workdir)
     verdict = adjudicate(
         run.eval_pre,
         run.eval_post,
@@ -397,6 +404,8 @@ def run_gate(ctx: PhaseContext) -> None:
         promote=False,
         contents={i: view.hashes[i] for i in items},
         changes_are_new=ctx.cfg.suite.item_changes == "new",
+        adjudication=adjudication_of(ctx.cfg, portfolio) if portfolio is not None else None,
+        portfolio=portfolio,
     )
     ctx.notes["decision"] = verdict.decision
     ctx.notes["verdict_run_id"] = verdict.run_id

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tuneloop.config import LoopConfig, load_config
-from tuneloop.errors import EXIT_PHASE_FAILED, InputError, PhaseFailed
+from tuneloop.errors import EXIT_PHASE_FAILED, AwaitingApproval, InputError, PhaseFailed
 from tuneloop.loop.base_overlay import with_chat_template
 from tuneloop.loop.layout import RunLayout
 from tuneloop.loop.preflight import check_before_compute
@@ -75,11 +75,13 @@ def run(
         typer.echo(warning, err=True)
     cfg = chosen_backend(with_chat_template(cfg))
     runner = Runner(cfg, config, selection)
-    if plan:
-        _print_plan(runner)
-        return
     try:
+        if plan:
+            _print_plan(runner)
+            return
         state = runner.run()
+    except AwaitingApproval as err:  # the command the message names takes this config
+        raise AwaitingApproval(str(err).replace("--config CONFIG", f"--config {config}")) from None
     except PhaseFailed as err:
         typer.echo(f"error: {err}", err=True)
         typer.echo(f"state: {RunLayout(cfg.workdir).state}", err=True)

@@ -7,6 +7,7 @@ none has to import another to know its argument's type.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,9 @@ class PhaseContext:
     inputs: dict[str, str] = field(default_factory=dict)
     """Input name → sha256, as hashed into the phase's fingerprint."""
     notes: dict[str, Any] = field(default_factory=dict)
+    nested: Callable[[LoopConfig], Any] | None = None
+    """Run a round of its own to the end and return its `RunState` (a portfolio's
+    challenger: train → merge → doctor → its evaluation, `loop.portfolio`); the runner's."""
 
     @property
     def layout(self) -> RunLayout:
@@ -56,11 +60,14 @@ def challenger_descriptor(
     *,
     base_sha256: str,
     run_id: str,
+    recipe: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A round's challenger as a champion descriptor (`tuneloop.gate.champion`): the merged
     model `(folder, sha256)`; or, with `serve.challenger: adapter`, the `adapter` served on
     the base — `path`/`sha256` name the base, `adapter` the folder served on it, and `merged`
-    the merged model (what a next round trains from, `loop.rounds.lineage`)."""
+    the merged model (what a next round trains from, `loop.rounds.lineage`). `recipe` is how
+    it was trained (`loop.portfolio.recipe`), recorded for a later `stage: refine`."""
+    made = {"recipe": recipe} if recipe is not None else {}
     if adapter is None:
         path, digest = merged
         return {
@@ -69,7 +76,7 @@ def challenger_descriptor(
             "sha256": digest,
             "model": model_identity(path, digest),
             "run_id": run_id,
-        }
+        } | made
     (adapter_dir, adapter_sha), (merged_dir, merged_sha) = adapter, merged
     return {
         "kind": "single",
@@ -79,4 +86,4 @@ def challenger_descriptor(
         "merged": {"path": str(merged_dir), "sha256": merged_sha},
         "model": model_identity(adapter_dir, adapter_sha),
         "run_id": run_id,
-    }
+    } | made

@@ -57,6 +57,7 @@ def capstone_inputs(cfg: LoopConfig, run: RunLayout, state: RunState) -> Capston
             if trained is not None
             else None
         ),
+        portfolio=run.portfolio_record if run.portfolio_record.is_file() else None,
     )
 
 

@@ -45,6 +45,7 @@ from tuneloop.loop.layout import (
     ledger_path,
     suite_view,
 )
+from tuneloop.loop.portfolio import round_recipe
 from tuneloop.loop.state import load_state, now_iso
 from tuneloop.records import read_record, write_record
 
@@ -352,6 +353,7 @@ def _final_descriptor(ctx: PhaseContext, verdict: GateVerdict) -> dict[str, Any]
         (run.adapter, digest) if adapter else None,
         base_sha256=verdict.evidence.champion_model,
         run_id=verdict.run_id,
+        recipe=round_recipe(ctx.cfg, ctx.workdir),
     )
     return descriptor | {"archive": str(target) if target else None, "location": location}
 

@@ -55,6 +55,9 @@ PROMOTION_FILE = "promotion.json"
 CAPSTONE_FILE = "report.md"
 """The capstone's page (`report.capstone.write_capstone` writes where it is told, and its
 `report.html` beside it)."""
+SELECTION_FILE = "selection.json"
+"""A portfolio round's challenger table and choice (`records.selection.PortfolioRecord`), in
+the `challengers` phase's folder."""
 
 
 @dataclass(frozen=True)
@@ -202,6 +205,21 @@ class RunLayout:
     @property
     def eval_warmup(self) -> Path:
         return self.phase("eval_warmup")
+
+    @property
+    def challengers(self) -> Path:
+        """A portfolio round's phase: one run folder per challenger, and the choice."""
+        return self.phase("challengers")
+
+    def challenger(self, name: str) -> RunLayout:
+        """One challenger's own run (train, merge, doctor, its validation evaluation)."""
+        return RunLayout(self.challengers / name)
+
+    @property
+    def portfolio_record(self) -> Path:
+        """`records.selection.PortfolioRecord`: every challenger, its cost and figures, the
+        choice (a portfolio round only)."""
+        return self.challengers / SELECTION_FILE
 
     @property
     def train_settings(self) -> Path:

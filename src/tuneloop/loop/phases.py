@@ -1,7 +1,11 @@
 """The phase table: the only place that knows the order of the loop.
 
-    data? → replay? → eval_pre → train → merge → doctor → eval_warmup? → eval_post → report
-          → gate → capstone → archive → promote → track?
+    data? → replay? → eval_pre → challengers? → train → merge → doctor → eval_warmup?
+          → eval_post → report → gate → capstone → archive → promote → track?
+
+`challengers` (on with `portfolio:`, `loop.portfolio`) trains and compares a set of
+challengers, each in a round of its own (`CHALLENGER_PHASES`), under a selection rule it seals
+first; `train` then takes the selected one's adapter instead of training.
 
 `eval_warmup` (on when GRPO or composite LoRA training warms up with SFT,
 `train.sft_warmup_steps`) serves the warm-up's own adapter merged on the base and evaluates it
@@ -23,6 +27,7 @@ each other, and none of them knows what comes next.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +51,13 @@ from tuneloop.loop.adapters import (
 from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.corpus_data import bands_serve_base, replay_files
 from tuneloop.loop.integrity import preflight_gate, run_promote
+from tuneloop.loop.layout import SELECTION_FILE
+from tuneloop.loop.portfolio.preflight import challenger_files, preflight_portfolio
+from tuneloop.loop.portfolio.run import run_challengers
 from tuneloop.loop.track import run_track, tracking_retry
 from tuneloop.loop.warmup import evaluates_warmup
 
-__all__ = ["PHASES", "PHASE_NAMES", "Phase"]
+__all__ = ["CHALLENGER_PHASES", "PHASES", "PHASE_NAMES", "Phase"]
 
 
 @dataclass(frozen=True)
@@ -155,10 +163,41 @@ PHASES: tuple[Phase, ...] = (
         resumable=True,
     ),
     Phase(
+        "challengers",
+        run_challengers,
+        outputs=(SELECTION_FILE,),
+        # every challenger trains on the data and replay phases' rows; under
+        # `gate.adjudicate: all` each is judged against the champion's log
+        after=("data", "replay", "eval_pre"),
+        files=lambda c: (
+            {"base_model": c.base, "suite": c.suite.path}
+            | ({"data": c.train.data} if c.train.data else {})
+            | challenger_files(c)
+        ),
+        config=lambda c: (
+            _eval_config(c)
+            | {
+                "portfolio": c.portfolio.model_dump(mode="json") if c.portfolio else None,
+                "train": c.train.model_dump(mode="json"),
+                "data_output": c.data.output,
+                "merge": c.merge.model_dump(mode="json"),
+                "challenger": c.serve.challenger,
+                "adjudicate": c.gate.adjudicate,
+                "gate": c.gate.model_dump(mode="json", exclude={"ledger"})
+                if c.gate.adjudicate == "all"
+                else None,
+            }
+        ),
+        enabled=lambda c: c.portfolio is not None,
+        resumable=True,  # each challenger's own round resumes where it stopped
+        preflight=preflight_portfolio,
+    ),
+    Phase(
         "train",
         run_train,
         outputs=("adapter",),
-        after=("data", "replay"),
+        # with a portfolio: the selected challenger's adapter (`loop.portfolio.run`)
+        after=("data", "replay", "challengers"),
         files=lambda c: (
             {"base_model": c.base, "suite": c.suite.path}
             | ({"data": c.train.data} if c.train.data else {})
@@ -240,7 +279,17 @@ PHASES: tuple[Phase, ...] = (
         "capstone",
         run_capstone,
         outputs=("report.md", "report.html"),
-        after=("replay", "eval_pre", "train", "merge", "doctor", "eval_post", "report", "gate"),
+        after=(
+            "replay",
+            "eval_pre",
+            "challengers",
+            "train",
+            "merge",
+            "doctor",
+            "eval_post",
+            "report",
+            "gate",
+        ),
     ),
     Phase(
         "archive",
@@ -269,3 +318,19 @@ PHASES: tuple[Phase, ...] = (
 )
 
 PHASE_NAMES = tuple(p.name for p in PHASES)
+
+
+def _challenger_phases() -> tuple[Phase, ...]:
+    """A portfolio challenger's own round: train (on the rows its config names, resolved from
+    the parent round's data and replay phases) → merge → doctor → eval_post (its evaluation on
+    the selection slice; no bar is sealed, since its gate is off)."""
+    by_name = {p.name: p for p in PHASES}
+    return (
+        dataclasses.replace(by_name["train"], after=()),
+        by_name["merge"],
+        by_name["doctor"],
+        by_name["eval_post"],
+    )
+
+
+CHALLENGER_PHASES = _challenger_phases()

@@ -42,7 +42,7 @@ from tuneloop.config import LoopConfig
 from tuneloop.errors import EXIT_TERMINATED, InputError, PhaseFailed, TuneloopError
 from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.layout import PHASE_FILE, PHASE_LOG, RunLayout
-from tuneloop.loop.phases import PHASE_NAMES, PHASES, Phase
+from tuneloop.loop.phases import CHALLENGER_PHASES, PHASE_NAMES, PHASES, Phase
 from tuneloop.loop.state import (
     Action,
     PhaseRecord,
@@ -133,9 +133,11 @@ class Runner:
         config_path: Path,
         selection: Selection,
         phases: tuple[Phase, ...] = PHASES,
+        challenger_phases: tuple[Phase, ...] = CHALLENGER_PHASES,
     ) -> None:
         self.cfg = cfg
         self.phases = phases
+        self.challenger_phases = challenger_phases
         self.names = tuple(p.name for p in phases)
         self.phase_time = 0.0
         self.wall_s = 0.0
@@ -307,6 +309,7 @@ class Runner:
             upstream={p: self.layout.phase(p) for p in self.names},
             log_path=folder / PHASE_LOG,
             inputs=inputs,
+            nested=self._nested,
         )
         t0 = time.perf_counter()
         try:
@@ -329,6 +332,12 @@ class Runner:
         self._record(rec)
         console.print(f"[green]✓[/green] {phase.name}: done in {rec.duration_s:.1f}s")
         _maybe_kill(phase.name, "end")
+
+    def _nested(self, cfg: LoopConfig) -> RunState:
+        """A portfolio challenger's own round, in its own workdir (resumed like any run)."""
+        table = self.challenger_phases
+        names = tuple(p.name for p in table)
+        return Runner(cfg, self.config_path, Selection(names=names), table, table).run()
 
     def _phase(self, name: str) -> Phase:
         return next(p for p in self.phases if p.name == name)

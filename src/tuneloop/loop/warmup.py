@@ -33,6 +33,7 @@ def evaluates_warmup(cfg: LoopConfig) -> bool:
         and t.adapter == "lora"
         and not cfg.merge.zero_adapter
         and cfg.serve.backend != "external"
+        and cfg.portfolio is None  # the selected challenger's recipe is not `train:`'s
     )
 
 

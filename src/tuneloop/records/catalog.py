@@ -27,6 +27,11 @@ RECORDS: dict[str, tuple[str, str]] = {
     "CorpusProvenance": ("tuneloop.records.corpus", "data/provenance.json"),
     "ReplayCall": ("tuneloop.records.replay", "<replay out>/calls.jsonl (`tuneloop replay`)"),
     "ReplayReport": ("tuneloop.records.replay", "<replay out>/report.json"),
+    "SelectionDecision": (
+        "tuneloop.records.selection",
+        "`tuneloop select --out`; challengers/selection.json's decision",
+    ),
+    "PortfolioRecord": ("tuneloop.records.selection", "challengers/selection.json (portfolio)"),
     "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
     "RunBudget": ("tuneloop.train.budget", "train/adapter/budget.json (`train.max_seconds`)"),
     "HealthStop": (

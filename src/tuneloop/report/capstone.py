@@ -20,8 +20,16 @@ from pathlib import Path
 from tuneloop.config import LoopConfig, TrainConfig
 from tuneloop.provenance import stamp
 from tuneloop.records import atomic_write_text, read_record_if_exists
+from tuneloop.records.portfolio_table import (
+    challenger_cells,
+    choice_sentence,
+    header,
+    markdown_table,
+    summary_line,
+)
 from tuneloop.records.replay import ReplayReport
 from tuneloop.records.run import RunView
+from tuneloop.records.selection import PortfolioRecord
 from tuneloop.report.html import HTML_FILE, write_run_html
 from tuneloop.report.inputs import CapstoneInputs, VerdictView
 from tuneloop.report.record import DeltaReport
@@ -183,6 +191,31 @@ def _steps_added(cfg: LoopConfig, inp: CapstoneInputs) -> list[str]:
     return [*head, *rows, ""]
 
 
+def _challengers(inp: CapstoneInputs) -> list[str]:
+    """A portfolio round's challengers: the rule, slice, budget and approval; one row each
+    (the selected one in bold, a failed one with its error); the choice and its reason."""
+    if inp.portfolio is None:
+        return []
+    record = read_record_if_exists(inp.portfolio, PortfolioRecord)
+    head = ["## Challengers", ""]
+    if record is None:
+        return [*head, f"not measured (no `{inp.portfolio}`)", ""]
+    rows = [
+        [f"**{cells[0]}**", *cells[1:]] if c.selected else cells
+        for c, cells in zip(record.challengers, challenger_cells(record), strict=True)
+    ]
+    return [
+        *head,
+        f"- {summary_line(record)}",
+        f"- Record: `{inp.portfolio}`",
+        "",
+        *markdown_table(header(record), rows),
+        "",
+        choice_sentence(record),
+        "",
+    ]
+
+
 def _verdict(cfg: LoopConfig, v: VerdictView | None) -> list[str]:
     if not cfg.gate.enabled:
         return ["## Gate", "", "off (gate.enabled: false)", ""]
@@ -244,6 +277,7 @@ def render_capstone(
     lines += _replay(inputs)
     lines += _result(inputs, out)
     lines += _steps_added(cfg, inputs)
+    lines += _challengers(inputs)
     lines += _verdict(cfg, verdict)
     lines += _timings(run, inputs.this_phase)
     lines += _machine()

@@ -49,6 +49,9 @@ class CapstoneInputs:
     trained: tuple[int | None, float | None, str | None] | None = None
     """What training did (from `train_settings.json`): the method's steps done, its seconds
     from the first optimizer step, and what stopped it (`steps`, `max_seconds`, …)."""
+    portfolio: Path | None = None
+    """A portfolio round's `challengers/selection.json` (`records.selection.PortfolioRecord`:
+    every challenger, the selection rule and its choice); None when the round had none."""
 
 
 class _Arm(Protocol):

@@ -6,7 +6,9 @@ A GRPO or composite run (its log has `reward_mean`) also gets `grpo_section`: sm
 of why RL went flat or collapsed (reward mean ± spread, the share of groups with no reward
 spread, KL, entropy, clip ratio, completion length; train/metrics.py names them) and the
 prompts seen per difficulty band; a walk-back (`train.health.on_unhealthy`) is said above the
-training curves.
+training curves. A portfolio round also gets `portfolio_section`: its challengers, in the
+experiment log's words (`records.portfolio_table`), with a bar per validation mean and the
+default's marked.
 Like the capstone, this reads what the phases wrote and computes no statistic: the flips
 are laid out on the same score grid as the delta report (`report/flips.py`), the charts are
 drawn from the delta report's numbers and the training log's rows. `report/html.py` renders
@@ -26,7 +28,15 @@ from tuneloop.config import LoopConfig
 from tuneloop.provenance import stamp
 from tuneloop.records import canonical_json, read_record_if_exists, sha256_bytes
 from tuneloop.records.corpus import CorpusProvenance
+from tuneloop.records.portfolio_table import (
+    challenger_cells,
+    choice_sentence,
+    default_name,
+    header,
+    summary_line,
+)
 from tuneloop.records.run import RunView
+from tuneloop.records.selection import PortfolioRecord
 from tuneloop.records.train_health import WalkBack
 from tuneloop.records.train_metrics import (
     METRICS_FILE,
@@ -106,6 +116,41 @@ class GrpoSection:
 
 
 @dataclass(frozen=True)
+class ChallengerLine:
+    """One challenger's row: the table's cells, and what the page marks."""
+
+    name: str
+    cells: list[str]
+    """`records.portfolio_table.challenger_cells`: the experiment log's words."""
+    selected: bool
+    failed: bool
+    default: bool
+    mean: float | None
+    """Its validation mean (the bar's length); None when it did not finish."""
+    detail: str
+    """The full why (and error), shown on hover where the cell is cut."""
+
+
+@dataclass(frozen=True)
+class PortfolioSection:
+    """A portfolio round's challengers (`challengers/selection.json`), or why absent."""
+
+    note: str | None = None
+    header: list[str] = field(default_factory=list)
+    rows: list[ChallengerLine] = field(default_factory=list)
+    summary: str = ""
+    """The rule (sha256 prefix), the selection slice, budget against estimate, approval."""
+    choice: str = ""
+    """Which rule chose which challenger, and why."""
+    default_mean: float | None = None
+    """The default's validation mean: the mark across the bars."""
+    record: str = ""
+    """Where the record is."""
+    adjudicate: str = "selected"
+    """`selected` (the gate judges the chosen one) or `all` (each, Holm-corrected)."""
+
+
+@dataclass(frozen=True)
 class Timing:
     phase: str
     status: str
@@ -132,6 +177,8 @@ class Page:
     training_note: str | None = None
     walk_back: WalkBack | None = None
     grpo: GrpoSection | None = None
+    portfolio: PortfolioSection | None = None
+    """A portfolio round's challengers; None (no section) for a round without a portfolio."""
     corpus: CorpusProvenance | None = None
     corpus_note: str | None = None
     timings: list[Timing] = field(default_factory=list)
@@ -280,6 +327,37 @@ def grpo_section(
     return GrpoSection(charts, absent, bands)
 
 
+def portfolio_section(path: Path | None) -> PortfolioSection | None:
+    """The challengers of a portfolio round (None: not a portfolio round)."""
+    if path is None:
+        return None
+    record = read_record_if_exists(path, PortfolioRecord)
+    if record is None:
+        return PortfolioSection(note=f"not measured (no `{path}`)")
+    default = default_name(record)
+    rows = [
+        ChallengerLine(
+            name=c.name,
+            cells=cells,
+            selected=c.selected,
+            failed=c.status == "failed",
+            default=c.name == default,
+            mean=c.validation_mean,
+            detail=c.why + (f" — {c.error}" if c.error else ""),
+        )
+        for c, cells in zip(record.challengers, challenger_cells(record), strict=True)
+    ]
+    return PortfolioSection(
+        header=header(record),
+        rows=rows,
+        summary=summary_line(record),
+        choice=choice_sentence(record),
+        default_mean=next((r.mean for r in rows if r.default), None),
+        record=str(path),
+        adjudicate=record.adjudicate,
+    )
+
+
 def _gate(cfg: LoopConfig, verdict: VerdictView | None) -> GateSection:
     if not cfg.gate.enabled:
         return GateSection(
@@ -315,6 +393,7 @@ def run_page(
         title=f"tuneloop run {run.run_id} — {cfg.name}",
         subtitle=f"base model {cfg.base_model}; suite {cfg.suite.path}",
         gate=_gate(cfg, verdict),
+        portfolio=portfolio_section(inputs.portfolio),
     )
     d = read_record_if_exists(inputs.delta, DeltaReport)
     if d is None:

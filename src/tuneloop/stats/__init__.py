@@ -11,6 +11,9 @@ Every function cites its method in its module docstring:
 - `power`: `min_detectable_effect`, `items_needed` (paired differences, Miller 2024)
 - `drift`: `psi` (population stability index)
 - `multiplicity`: `holm_adjust` (Holm 1979 step-down, family-wise error)
+- `selection`: `default_stays`, `best_mean` (one arm among several on the same items: paired
+  advantage, exact sign test, per-tag non-inferiority), `holm_choice` (Holm 1979 step-down
+  over several arms against one champion)
 
 Conventions: float64 throughout; "greater" always means post > pre; seeds make every
 resampling result reproducible.
@@ -34,11 +37,41 @@ from tuneloop.stats.permutation import (
 )
 from tuneloop.stats.power import items_needed, min_detectable_effect
 from tuneloop.stats.proportions import clustered_se, mean_item_scores, wilson_interval
+from tuneloop.stats.selection import (
+    UNTAGGED,
+    CandidateTest,
+    HolmArm,
+    HolmChoice,
+    PairedFigures,
+    SelectionResult,
+    TagDifference,
+    against_default,
+    best_mean,
+    default_stays,
+    holm_choice,
+    paired_figures,
+    tag_differences,
+    tag_means,
+)
 
 __all__ = [
     "RIGHT_THRESHOLD",
+    "UNTAGGED",
+    "CandidateTest",
     "FlipCounts",
+    "HolmArm",
+    "HolmChoice",
+    "PairedFigures",
     "PermutationResult",
+    "SelectionResult",
+    "TagDifference",
+    "against_default",
+    "best_mean",
+    "default_stays",
+    "holm_choice",
+    "paired_figures",
+    "tag_differences",
+    "tag_means",
     "bca_interval",
     "holm_adjust",
     "bootstrap_coded_means",

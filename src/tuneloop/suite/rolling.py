@@ -23,6 +23,10 @@ The exact rule, so that a split can be reproduced elsewhere:
    floor(A·n_g/N) of its first-ranked items, and the A − Σ floors left over go one each to the
    groups with the largest remainders A·n_g mod N (ties: group name) — largest remainder
    (Hamilton) apportionment, so each tag's audit count is the floor or ceiling of its share.
+3a. With `validation_fraction` v > 0, the validation part takes the next-ranked
+   V = floor(v · N + 1/2) items after the audit's, apportioned over the groups the same way
+   (never more than a group has left). It is neither audited nor ever a gate slice; with
+   v = 0 the split is exactly the one without it.
 4. The rest is the gate pool, P items, p_g per group; K = P // gate_size slices. Each slice
    takes floor(gate_size·p_g/P) items of every group, and R = gate_size − Σ floors groups
    give one more — only groups whose share gate_size·p_g/P is not a whole number. Slice by
@@ -41,6 +45,7 @@ Run `pytest tests/suite/test_rolling.py`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import defaultdict
 from collections.abc import Collection, Iterable
@@ -62,6 +67,9 @@ class RollingSplit:
     """Gate slices in the order rounds take them; `gate_size` ids each."""
     spare_ids: list[str]
     """Pool items too few to fill another slice."""
+    validation_ids: list[str] = dataclasses.field(default_factory=list)
+    """Where a portfolio's challengers are compared (`validation_fraction`); never a gate
+    slice, never audited."""
 
 
 def seeded_unit(item_id: str, seed: int) -> float:
@@ -82,6 +90,7 @@ def rolling_split(
     gate_size: int,
     seed: int,
     stratify_by_tag: bool,
+    validation_fraction: float = 0.0,
 ) -> RollingSplit:
     """Split the items once (see the module docstring for the exact rule)."""
     if not 0 <= audit_fraction < 1:
@@ -93,7 +102,11 @@ def rolling_split(
     total = sum(sizes.values())
     audit_counts = _largest_remainder(int(audit_fraction * total + 0.5), sizes)
     audit = [i for g, ids in groups.items() for i in ids[: audit_counts[g]]]
-    pools = {g: ids[audit_counts[g] :] for g, ids in groups.items()}
+    rest = {g: ids[audit_counts[g] :] for g, ids in groups.items()}
+    held = _largest_remainder(int(validation_fraction * total + 0.5), sizes)
+    held = {g: min(n, len(rest[g])) for g, n in held.items()}
+    validation = [i for g, ids in rest.items() for i in ids[: held[g]]]
+    pools = {g: ids[held[g] :] for g, ids in rest.items()}
     slices: list[list[str]] = []
     taken = dict.fromkeys(pools, 0)
     for counts in _slice_counts({g: len(ids) for g, ids in pools.items()}, gate_size):
@@ -102,7 +115,12 @@ def rolling_split(
         )
         taken = {g: taken[g] + counts[g] for g in pools}
     spare = [i for g, ids in pools.items() for i in ids[taken[g] :]]
-    return RollingSplit(audit_ids=sorted(audit), gate_slices=slices, spare_ids=sorted(spare))
+    return RollingSplit(
+        audit_ids=sorted(audit),
+        gate_slices=slices,
+        spare_ids=sorted(spare),
+        validation_ids=sorted(validation),
+    )
 
 
 def _ranked_groups(
@@ -185,6 +203,8 @@ def next_gate_slice(split: RollingSplit, consumed_ids: Collection[str]) -> tuple
 
 AUDIT = "audit"
 """The rolling split's audit part, by name."""
+VALIDATION = "validation"
+"""The rolling split's validation part (`suite.rolling.validation_fraction`), by name."""
 
 
 def rolling_of(suite: Suite, slicing: SlicingConfig) -> RollingSplit:
@@ -198,6 +218,7 @@ def rolling_of(suite: Suite, slicing: SlicingConfig) -> RollingSplit:
         gate_size=r.gate_size,
         seed=r.seed,
         stratify_by_tag=slicing.stratify_by_tag,
+        validation_fraction=r.validation_fraction,
     )
 
 
@@ -206,7 +227,8 @@ def slice_names(suite: Suite, slicing: SlicingConfig) -> list[str]:
     if slicing.rolling is None:
         return list(slicing.slices)
     split = rolling_of(suite, slicing)
-    rolling = [AUDIT, *(gate_slice_name(i) for i in range(len(split.gate_slices)))]
+    held = [VALIDATION] if split.validation_ids else []
+    rolling = [AUDIT, *held, *(gate_slice_name(i) for i in range(len(split.gate_slices)))]
     return [*slicing.slices, *rolling]
 
 
@@ -229,11 +251,14 @@ def resolve_slice(suite: Suite, slicing: SlicingConfig, name: str) -> list[str]:
 def _rolling_part(split: RollingSplit, part: str, slicing: SlicingConfig) -> list[str]:
     if part == AUDIT:
         return split.audit_ids
+    if part == VALIDATION and split.validation_ids:
+        return split.validation_ids
     names = [gate_slice_name(i) for i in range(len(split.gate_slices))]
     if part in names:
         return split.gate_slices[names.index(part)]
-    known = sorted(slicing.slices) + [AUDIT] + ([f"{names[0]}…{names[-1]}"] if names else [])
+    held = [VALIDATION] if split.validation_ids else []
+    known = sorted(slicing.slices) + [AUDIT, *held] + ([f"{names[0]}…{names[-1]}"] if names else [])
     raise InputError(
-        f"unknown slice {part!r}{did_you_mean(part, [*slicing.slices, AUDIT, *names])}; "
+        f"unknown slice {part!r}{did_you_mean(part, [*slicing.slices, AUDIT, *held, *names])}; "
         f"the suite has: {', '.join(known)}"
     )

@@ -1,7 +1,8 @@
 """EXPERIMENT-LOG.md read back as entries, for the dashboard (`gate.explog` writes the file).
 
 Each entry the gate, the promotion and the round log append starts with its marker comment
-(`<!-- tuneloop:verdict RUN -->`), then a `## heading` and `- ` bullet lines. The file is
+(`<!-- tuneloop:verdict RUN -->`), then a `## heading` and `- ` bullet lines; a portfolio
+round's entry has a table of its challengers too, kept as rows of cells. The file is
 Markdown for people, not a record: it is split at the markers and kept as lines of text;
 the page renders only `code` spans and **bold** from it, after escaping (page.inline_markdown),
 so whatever a log line holds — a model's name, a reason quoting user input — shows as text.
@@ -10,12 +11,16 @@ so whatever a log line holds — a model's name, a reason quoting user input —
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuneloop.errors import read_utf8
 
 _MARKER = re.compile(r"^<!-- tuneloop:(.*) -->$")
+_CELL = re.compile(r"(?<!\\)\|")
+"""A cell border: a `|` not escaped as `\\|`."""
+_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
+"""A table's header rule, `|---|---|`."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,9 @@ class LogEntry:
     """The `- ` lines without their dash."""
     text: list[str]
     """Any other non-empty lines."""
+    table: list[list[str]] = field(default_factory=list)
+    """The rows of a Markdown table in the entry (the first is its header; the `|---|` rule
+    dropped), as cells of text; [] when it has none."""
 
     @property
     def kind(self) -> str:
@@ -55,7 +63,7 @@ def read_entries(path: Path) -> list[LogEntry]:
 
 
 def _entry(marker: str, lines: list[str]) -> LogEntry:
-    heading, bullets, text = "", [], []
+    heading, bullets, text, table = "", [], [], []
     for line in (x.rstrip() for x in lines):
         if not line:
             continue
@@ -63,6 +71,10 @@ def _entry(marker: str, lines: list[str]) -> LogEntry:
             heading = line[3:].strip()
         elif line.startswith("- "):
             bullets.append(line[2:])
+        elif line.lstrip().startswith("|") and line.endswith("|"):
+            row = line.strip()
+            if not _RULE.match(row):
+                table.append([c.strip().replace("\\|", "|") for c in _CELL.split(row)[1:-1]])
         else:
             text.append(line)
-    return LogEntry(marker, heading, bullets, text)
+    return LogEntry(marker, heading, bullets, text, table)

@@ -17,7 +17,9 @@ What each figure is:
 - drift (PSI per feature) is what the watcher measured at the look that started the round
   (its trigger record); a manual round has none;
 - audit accuracy is the round's champion (pre) and challenger (post) mean item score on the
-  audit part with the Wilson interval over items — `tuneloop status`'s definition.
+  audit part with the Wilson interval over items — `tuneloop status`'s definition;
+- a portfolio round's challengers are its run's `challengers/selection.json` (archived copy
+  first), read typed: each challenger's validation mean, status, and which one was selected.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from tuneloop.gate.explog import log_path
 from tuneloop.gate.ledger import AuditFigures, Champion, Round, open_ledger
 from tuneloop.gate.verdict_record import GateVerdict
 from tuneloop.records import parse_record, read_record
+from tuneloop.records.selection import PortfolioRecord
 from tuneloop.view.explog_entries import LogEntry, read_entries
 from tuneloop.view.sources import (
     Sources,
@@ -40,6 +43,7 @@ from tuneloop.view.sources import (
     delta_report,
     find_artifact,
     link_key,
+    portfolio_record,
 )
 
 if TYPE_CHECKING:
@@ -115,6 +119,9 @@ class RoundView:
     wall_s: float | None
     ends: int
     """Outcomes recorded (a resumed round has more than one)."""
+    portfolio: PortfolioRecord | None = None
+    """A portfolio round's challengers and choice (None: not a portfolio round, or its run's
+    `challengers/selection.json` is in neither its archive nor its workdir)."""
 
     @property
     def decision_text(self) -> str:
@@ -244,6 +251,7 @@ def _round(
         report=_report(sources, run_id, start.round_id),
         wall_s=sum(e.wall_s for e in ends) if ends else None,
         ends=len(ends),
+        portfolio=_portfolio(sources, run_id, start.round_id),
     )
 
 
@@ -272,6 +280,7 @@ def _run(sources: Sources, v: GateVerdict, crowned: dict[str, int]) -> RoundView
         report=_report(sources, v.run_id, None),
         wall_s=None,
         ends=1,
+        portfolio=_portfolio(sources, v.run_id, None),
     )
 
 
@@ -280,6 +289,13 @@ def _report(sources: Sources, run_id: str | None, round_id: str | None) -> Repor
         return None
     path = find_artifact(sources, run_id, round_id, capstone_report)
     return ReportLink(link_key(run_id), path) if path is not None else None
+
+
+def _portfolio(
+    sources: Sources, run_id: str | None, round_id: str | None
+) -> PortfolioRecord | None:
+    path = find_artifact(sources, run_id, round_id, portfolio_record) if run_id else None
+    return read_record(path, PortfolioRecord) if path is not None else None
 
 
 def _archived_delta(

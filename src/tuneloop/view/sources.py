@@ -44,6 +44,11 @@ def delta_report(run: RunLayout) -> Path:
     return run.delta
 
 
+def portfolio_record(run: RunLayout) -> Path:
+    """A portfolio round's challengers and choice (`challengers/selection.json`)."""
+    return run.portfolio_record
+
+
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
 
 

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 ROUND_PLACEHOLDERS = ("{round}", "{trigger_file}", "{workdir}", "{config}")
 ROUND_ID = re.compile(r"r\d{4,}")
+SPEND_KEY = re.compile(r"spend-[0-9a-f]{12}")
+"""A portfolio round's spend key (`loop.portfolio.approval`)."""
 """A watcher round's id (`r0003`), as `tuneloop run --round` takes it."""
 
 
@@ -207,8 +209,9 @@ def approve(
     `tuneloop approve RUN [--ledger L]` completes a promotion stopped at awaiting_approval
     (gate.require_approval; the flywheel's approval.promote). `tuneloop approve ROUND --config
     loop.yaml` lets the watcher start a round it holds under approval.spend (it starts within
-    seconds); a RUN that is no round of that watcher is approved as a promotion in the
-    config's gate ledger.
+    seconds); `tuneloop approve spend-KEY --config loop.yaml` approves the spend a portfolio
+    round printed (portfolio.approval.spend), and the next `tuneloop run` goes ahead; a RUN
+    that is no round of that watcher is approved as a promotion in the config's gate ledger.
     """
     from tuneloop.gate.command import DEFAULT_LEDGER
     from tuneloop.gate.command import approve as approve_promotion
@@ -218,6 +221,9 @@ def approve(
         from tuneloop.loop.layout import ledger_path
 
         cfg = load_config(config)
+        if SPEND_KEY.fullmatch(run):  # a portfolio round's spend (portfolio.approval.spend)
+            _approve_spend(cfg, run)
+            return
         state = open_watch_state(cfg.workdir)
         if _approve_round(state, run):
             return
@@ -231,6 +237,20 @@ def approve(
             )
         ledger = ledger or ledger_path(cfg)
     approve_promotion(run, ledger or DEFAULT_LEDGER)
+
+
+def _approve_spend(cfg: LoopConfig, key: str) -> None:
+    """Approve the spend `key` a portfolio round printed, if the config still makes it."""
+    from tuneloop.loop.portfolio import approve_spend, estimate_round
+    from tuneloop.loop.portfolio.run import portfolio_challengers
+    from tuneloop.loop.state import now_iso
+
+    if cfg.portfolio is None:
+        raise InputError(f"approve {key}: the config has no portfolio, so no spend to approve")
+    challengers = portfolio_challengers(cfg)
+    found = estimate_round(cfg, challengers)
+    how = approve_spend(cfg, challengers, found, key, now_iso())
+    typer.echo(f"approved {key} ({how}):\n" + "\n".join(found.lines()))
 
 
 def _approve_round(state: WatchState | None, run: str) -> bool:

@@ -35,6 +35,7 @@ from tuneloop.gate.ledger.rows import (
     Reset,
     RevisionLooks,
     SealedBar,
+    SpendApproval,
 )
 from tuneloop.gate.ledger.store import SCHEMA_VERSION
 
@@ -57,6 +58,7 @@ __all__ = [
     "RoundOutcome",
     "RoundStart",
     "SealedBar",
+    "SpendApproval",
     "last_outcome",
     "open_ledger",
 ]

@@ -40,6 +40,7 @@ from tuneloop.gate.ledger.rows import (
     Reset,
     RevisionLooks,
     SealedBar,
+    SpendApproval,
     read_approval,
     read_champion,
     read_consumption,
@@ -343,6 +344,21 @@ class Ledger:
         self.conn.execute(
             "INSERT INTO approvals (run_id, approved_at, champion_version) VALUES (?, ?, ?)",
             (run_id, at, version),
+        )
+
+    # ---- a portfolio round's spend -------------------------------------------------------
+
+    def spend_approval(self, key: str) -> SpendApproval | None:
+        row = self.conn.execute(
+            "SELECT * FROM spend_approvals WHERE spend_key = ?", (key,)
+        ).fetchone()
+        return SpendApproval(row["spend_key"], row["approved_at"], row["how"]) if row else None
+
+    def add_spend_approval(self, key: str, at: str, how: str, record: dict[str, Any]) -> None:
+        """Approve the spend `key` names (`record`: what was approved, for the reader)."""
+        self.conn.execute(
+            "INSERT INTO spend_approvals (spend_key, approved_at, how, record) VALUES (?, ?, ?, ?)",
+            (key, at, how, _json(record, sort_keys=True)),
         )
 
     # ---- rounds --------------------------------------------------------------------------

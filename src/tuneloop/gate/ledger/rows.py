@@ -121,6 +121,16 @@ class Approval:
 
 
 @dataclass(frozen=True)
+class SpendApproval:
+    """A portfolio round's spend, approved: by a person (`tuneloop approve KEY --config`) or
+    by a standing approval it fitted under (`how` says which, with the limits)."""
+
+    spend_key: str
+    approved_at: str
+    how: str
+
+
+@dataclass(frozen=True)
 class Promotable:
     """A run's challenger in its final place, verified, once its run finished."""
 

@@ -1,8 +1,9 @@
 """The gate ledger's file: its schema, its versions and how it is opened (stdlib sqlite3).
 
 Opened through `tuneloop.records.sqlite` (WAL journal, `synchronous=FULL`, explicit
-`BEGIN IMMEDIATE` transactions). Schema version 4 upgrades an older file in place by adding
-tables (3: the flywheel's rounds and their outcomes; 4: declared item changes) and columns
+`BEGIN IMMEDIATE` transactions). Schema version 5 upgrades an older file in place by adding
+tables (3: the flywheel's rounds and their outcomes; 4: declared item changes; 5: a portfolio
+round's spend approvals) and columns
 (2: verdict evidence; 4: each consumed item's content hash); nothing is rewritten. A look
 recorded before version 4 has no content hash: its item stays consumed by id, whatever its
 content now (`tuneloop.gate.looks`). A file that is not a SQLite database, or one written by a newer
@@ -16,7 +17,7 @@ import sqlite3
 
 from tuneloop.records import SqliteFile
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -107,6 +108,12 @@ CREATE TABLE IF NOT EXISTS round_outcomes (
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS outcome_by_round ON round_outcomes (round_id);
+CREATE TABLE IF NOT EXISTS spend_approvals (
+    spend_key TEXT PRIMARY KEY,
+    approved_at TEXT NOT NULL,
+    how TEXT NOT NULL,
+    record TEXT NOT NULL
+);
 """
 
 

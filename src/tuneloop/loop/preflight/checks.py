@@ -19,6 +19,7 @@ from tuneloop.errors import InputError, did_you_mean
 from tuneloop.loop.corpus_data import output_problems, replay_problems, replay_unused
 from tuneloop.loop.integrity import changed_items_problem  # how load_config names a key
 from tuneloop.loop.layout import ledger_path
+from tuneloop.loop.portfolio.preflight import portfolio_problems
 from tuneloop.loop.preflight.capacity import check_memory
 from tuneloop.loop.preflight.findings import Findings
 from tuneloop.loop.preflight.gate_power import check_power
@@ -81,6 +82,8 @@ def preflight(cfg: LoopConfig) -> Findings:
     tokens = check_model(cfg, suite, found)
     if len(found.errors) == refused:  # a base the model check refuses is not sized
         check_memory(cfg, suite, found, tokens)
+    for key, message in portfolio_problems(cfg, suite):
+        found.error(key, message)
     if suite is not None:
         gate_items = _check_slices(cfg, suite, found)
         if gate_items:

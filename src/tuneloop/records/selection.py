@@ -1,0 +1,183 @@
+"""The records of choosing among arms: a selection decision (`tuneloop select`, and a portfolio
+round's choice on its validation slice) and a portfolio round's challenger table.
+
+Core records, so that the report, the experiment log and the dashboard read what the loop
+wrote without importing it (docs/design.md, §3).
+
+- `SelectionDecision` (`tuneloop.selection/1`): the arms (sample logs) compared on the same
+  items, the sealed rule (and its sha256), every arm's figures, every pairwise figure against
+  the default (wins, losses, ties, exact two-sided sign-test p, per-tag non-inferiority), and
+  the choice with its reason. Written by `tuneloop.selection`.
+- `PortfolioRecord` (`tuneloop.portfolio/1`): a portfolio round's challengers — recipe, cost
+  estimate and measured cost, what happened to each (done, failed and why), their selection
+  decision, and which one the gate adjudicates. Written by the round's `challengers` phase
+  (`tuneloop.loop.portfolio`), as `challengers/selection.json`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from tuneloop.records.base import Record
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArmFigures(_Row):
+    """One arm (sample log) on the compared items."""
+
+    name: str
+    """The arm's name (a challenger's, or the name given on the command line)."""
+    log: str
+    """The sample log's folder."""
+    log_sha256: str
+    """sha256 of its samples.jsonl and summary.json together (`gate.verdict_record.log_sha256`
+    style: the evidence this decision read)."""
+    model: str
+    """The model identity the log names."""
+    settings: dict[str, Any]
+    """The log's sampling settings (temperature, top_p, max_tokens, n_samples, seed, …)."""
+    n_items: int
+    """Items compared."""
+    mean: float
+    """Mean item score (an item's score: the mean over its samples; unscored samples count 0)."""
+    tags: dict[str, float]
+    """Mean item score per tag (an item counts under each of its tags)."""
+    cost: float | None
+    """What the rule calls this arm's cost (a challenger's estimated training seconds, or the
+    mean completion tokens per sample for eval-time settings); None when not known."""
+
+
+class TagFigures(_Row):
+    tag: str
+    n_items: int
+    mean_candidate: float
+    mean_default: float
+    difference: float
+    """mean_candidate − mean_default."""
+    non_inferior: bool
+    """difference ≥ −ε (the rule's `non_inferiority_epsilon`)."""
+
+
+class PairFigures(_Row):
+    """One arm against the default, paired by item."""
+
+    candidate: str
+    default: str
+    n_items: int
+    mean_candidate: float
+    mean_default: float
+    advantage: float
+    """Mean paired difference, candidate − default."""
+    wins: int
+    """Items where the candidate's score is higher."""
+    losses: int
+    ties: int
+    sign_p: float
+    """Exact two-sided sign test on wins and losses, ties dropped
+    (`scipy.stats.binomtest(wins, wins + losses, 0.5)`); 1.0 when there are none."""
+    tags: list[TagFigures]
+    non_inferior: bool
+    """Non-inferior on every tag."""
+    beats_default: bool
+    """All of the rule's conditions hold: non-inferior on every tag, a positive advantage,
+    sign_p ≤ the rule's threshold."""
+
+
+class SelectionDecision(Record):
+    KIND: ClassVar[str] = "selection"
+    VERSION: ClassVar[int] = 1
+
+    rule: dict[str, Any]
+    """The selection rule as sealed (`config.portfolio.SelectionConfig`'s fields)."""
+    rule_sha256: str
+    """sha256 of the rule's canonical JSON: what was sealed before any arm had a number."""
+    suite_revision: str
+    item_ids_sha256: str
+    """sha256 of the sorted compared item ids."""
+    n_items: int
+    default: str | None
+    """The default arm (`default_stays`); None for `best_mean`."""
+    arms: list[ArmFigures]
+    pairs: list[PairFigures]
+    """Every other arm against the default (`default_stays`), or against the best arm
+    (`best_mean`, for the record)."""
+    chosen: str
+    reason: str
+    """Why `chosen` was chosen, in words (which rule, which conditions held or failed)."""
+
+
+ChallengerStatus = Literal["done", "failed"]
+
+
+class ChallengerEstimate(_Row):
+    """What a challenger is expected to cost, before any compute."""
+
+    train_seconds: float
+    """`train.max_seconds`, or steps × seconds per step."""
+    train_seconds_basis: str
+    """Where `train_seconds` comes from, in words."""
+    eval_samples: int
+    """Completions it is evaluated on (validation; the gate slice too under
+    `gate.adjudicate: all`)."""
+    usd: float
+    """Teacher dollars of its own (0 when it calls no teacher)."""
+
+
+class ChallengerRow(_Row):
+    name: str
+    overrides: dict[str, Any]
+    """The overrides of the round's config that make this challenger."""
+    origin: Literal["listed", "family", "refine"]
+    """Listed in `portfolio.challengers`, or generated by `portfolio.stage`."""
+    recipe: dict[str, Any]
+    """The effective recipe: `train` (the whole section) and `data.output`."""
+    estimate: ChallengerEstimate
+    status: ChallengerStatus
+    error: str | None = None
+    """Why a failed challenger failed (the phase and its message); it is skipped."""
+    train_seconds: float | None = None
+    """Measured training seconds (the train phase's duration); None when it did not train."""
+    workdir: str
+    """Its own run folder (`challengers/<name>/`)."""
+    model_sha256: str | None = None
+    """The challenger's merged model (or adapter with `serve.challenger: adapter`)."""
+    validation_mean: float | None = None
+    gate_p: float | None = None
+    """`gate.adjudicate: all`: its one-sided p against the champion on the gate slice."""
+    selected: bool = False
+    why: str
+    """Selected or not, and why, in words."""
+
+
+class PortfolioRecord(Record):
+    KIND: ClassVar[str] = "portfolio"
+    VERSION: ClassVar[int] = 1
+
+    run_id: str
+    adjudicate: Literal["selected", "all"]
+    selection_slice: str
+    """The slice the challengers were compared on (`selected`), or the gate slice (`all`)."""
+    rule_sha256: str
+    """The sealed selection rule (or, under `all`, the sealed Holm procedure)."""
+    sealed_at: str
+    budget: dict[str, Any]
+    """`portfolio.budget` as configured."""
+    estimate_seconds: float
+    estimate_usd: float
+    estimate_eval_samples: int
+    approval: str
+    """How the spend was approved: `not required`, `standing (…)`, or `by <who> at <time>`."""
+    challengers: list[ChallengerRow]
+    decision: SelectionDecision | None
+    """The rule applied to the challengers that finished; None when none did."""
+    selected: str | None
+    """The one challenger the gate adjudicates; None when every challenger failed."""
+    reason: str
+    alpha_used: float | None = None
+    """`gate.adjudicate: all`: the α the gate decides the selected challenger at (its Holm
+    level); None under `selected`, where the bar's own α holds."""
