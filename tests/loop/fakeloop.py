@@ -18,10 +18,10 @@ from typing import Any
 import yaml
 
 from tuneloop.config import LoopConfig, load_config
+from tuneloop.errors import PhaseFailed
 from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.integrity import seal_round
 from tuneloop.loop.layout import slice_ids
-from tuneloop.errors import PhaseFailed
 from tuneloop.loop.phases import CHALLENGER_PHASES, PHASES, Phase
 from tuneloop.loop.runner import Runner, Selection
 from tuneloop.records import write_jsonl, write_record

@@ -51,7 +51,6 @@ from tuneloop.loop.state import RunState, now_iso
 from tuneloop.records import read_record, sha256_path, write_record
 from tuneloop.records.selection import ChallengerRow, PortfolioRecord, SelectionDecision
 
-
 console = Console(stderr=True)
 
 
