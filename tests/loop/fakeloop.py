@@ -184,7 +184,8 @@ def run_round(config: Path, overrides: list[str] | None = None, asked: str = "ne
     table = phases()
     selection = Selection(names=tuple(p.name for p in table))
     request = RoundRequest(config, overrides, selection, asked)
-    return execute(load_config(config, overrides), request, phases=table)
+    fakes = phases(CHALLENGER_PHASES)
+    return execute(load_config(config, overrides), request, phases=table, challenger_phases=fakes)
 
 
 if __name__ == "__main__":

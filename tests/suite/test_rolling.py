@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -141,3 +142,40 @@ def test_bad_parameters_and_duplicates_are_input_errors() -> None:
 def test_slice_names_sort_in_round_order() -> None:
     names = [gate_slice_name(i) for i in (0, 9, 10, 200)]
     assert names == ["gate-000", "gate-009", "gate-010", "gate-200"] == sorted(names)
+
+
+@settings(max_examples=200, deadline=None)
+@given(suites, params, st.floats(0, 0.5))
+def test_a_validation_part_tiles_with_the_rest_and_changes_nothing_at_zero(
+    items: list[SuiteItem], kw: dict, fraction: float
+) -> None:
+    kw = {**kw, "audit_fraction": min(kw["audit_fraction"], 0.45)}
+    s = rolling_split(items, **kw, validation_fraction=fraction)
+    parts = [s.audit_ids, s.validation_ids, *s.gate_slices, s.spare_ids]
+    flat = [i for part in parts for i in part]
+    assert sorted(flat) == sorted(i.id for i in items)  # disjoint, and nothing lost
+    wanted = min(int(fraction * len(items) + 0.5), len(items) - len(s.audit_ids))
+    if kw["stratify_by_tag"]:  # a tag gives no more than the audit left of it
+        assert len(s.validation_ids) <= wanted
+    else:
+        assert len(s.validation_ids) == wanted
+    without = rolling_split(items, **kw)
+    assert without.validation_ids == [] and without.audit_ids == s.audit_ids
+    assert rolling_split(items, **kw, validation_fraction=0.0) == without
+
+
+def test_the_validation_part_is_a_slice_name_only_when_it_has_items() -> None:
+    from tuneloop.config import SlicingConfig
+    from tuneloop.suite import Suite, resolve_slice, slice_names
+
+    items = [item(f"i{n:03d}") for n in range(100)]
+    suite = Suite(path=Path("s.jsonl"), revision="r", items=tuple(items))
+    rolling = {"audit_fraction": 0.2, "gate_size": 20, "validation_fraction": 0.2}
+    cfg = SlicingConfig(slices={}, rolling=rolling)  # type: ignore[arg-type]
+    assert slice_names(suite, cfg)[:2] == ["audit", "validation"]
+    held = resolve_slice(suite, cfg, "validation")
+    assert len(held) == 20 and not set(held) & set(resolve_slice(suite, cfg, "gate-000"))
+    plain = SlicingConfig(slices={}, rolling={"audit_fraction": 0.2, "gate_size": 20})  # type: ignore[arg-type]
+    assert "validation" not in slice_names(suite, plain)
+    with pytest.raises(InputError, match="unknown slice 'validation'"):
+        resolve_slice(suite, plain, "validation")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.loop import fakeloop
 from tuneloop.errors import AwaitingApproval, InputError
@@ -46,8 +47,10 @@ def run(path: Path) -> Any:
     return fakeloop.runner(path).run()
 
 
-def record(tmp_path: Path) -> PortfolioRecord:
-    return read_record(RunLayout(tmp_path / "work").portfolio_record, PortfolioRecord)
+def record(tmp_path: Path, round_id: str | None = None) -> PortfolioRecord:
+    run = RunLayout(tmp_path / "work")
+    run = run.round(round_id) if round_id else run
+    return read_record(run.portfolio_record, PortfolioRecord)
 
 
 def test_the_rule_picks_on_validation_and_only_the_choice_meets_the_gate(tmp_path: Path) -> None:
@@ -185,3 +188,34 @@ def test_adjudicate_all_splits_alpha_by_holm(tmp_path: Path) -> None:
     assert verdict is not None and verdict.adjudication is not None
     assert verdict.adjudication["alpha_used"] == pytest.approx(0.05 / 3)
     assert verdict.decision == "promote"
+
+
+def test_flywheel_rounds_run_a_staged_portfolio(tmp_path: Path) -> None:
+    """`run --round next` (what the watcher starts): a family round, then a refinement of the
+    winner's recipe, each compared on the rolling split's validation part."""
+    from tests.loop.rounds.test_driver import flywheel_config
+
+    path = flywheel_config(tmp_path)
+    stages = {
+        "stages": [
+            {"stage": "family", "factor": "train.steps", "values": [50, 150]},
+            {"stage": "refine", "factor": "train.steps", "values": [120, 200]},
+        ],
+        "budget": {"max_seconds": 100, "seconds_per_step": 0.1},
+        "selection": {"rule": "best_mean"},
+    }
+    data = yaml.safe_load(path.read_text())
+    data["suite"]["rolling"]["validation_fraction"] = 0.2
+    path.write_text(yaml.safe_dump(data | {"portfolio": stages}))
+    assert fakeloop.run_round(path) == 0
+    first = record(tmp_path, "r0001")
+    assert [r.name for r in first.challengers] == ["steps=50", "steps=150"]
+    assert first.selected == "steps=150" and first.selection_slice == "validation"
+    assert fakeloop.run_round(path) == 0  # (the fake champion arm answers as the base does)
+    second = record(tmp_path, "r0002")
+    assert [r.origin for r in second.challengers] == ["refine", "refine"]
+    assert second.challengers[0].recipe["train"]["steps"] == 120
+    assert second.selected == "steps=120"  # ties on validation go to the cheaper
+    with open_ledger(tmp_path / "ledger" / "ledger.db") as ledger:
+        recipe = ledger.current_champion().descriptor["recipe"]  # type: ignore[union-attr]
+    assert recipe["challenger"] == "steps=120" and recipe["train"]["steps"] == 120

@@ -27,6 +27,7 @@ from tuneloop.loop.portfolio.run import champion_recipe, portfolio_challengers, 
 from tuneloop.loop.state import load_state, now_iso
 from tuneloop.records import canonical_json, sha256_bytes
 from tuneloop.suite import Suite, resolve_slice
+from tuneloop.suite.rolling import VALIDATION
 
 
 def portfolio_problems(cfg: LoopConfig, suite: Suite | None) -> list[tuple[str, str]]:
@@ -65,6 +66,19 @@ def _slice_problems(cfg: LoopConfig, suite: Suite) -> list[tuple[str, str]]:
     name, gate = cfg.portfolio.selection.slice, cfg.gate.slice
     if cfg.gate.adjudicate == "all":
         return []  # the challengers meet the gate slice itself; no selection slice is read
+    rolling = cfg.suite.rolling
+    if rolling is not None:  # the rounds' gate slices are the rolling split's
+        if name != VALIDATION or rolling.validation_fraction == 0:
+            return [
+                (
+                    "portfolio.selection.slice",
+                    f"{name!r}: with suite.rolling the challengers are compared on its "
+                    "`validation` part, the one slice no round's gate ever takes; set "
+                    "suite.rolling.validation_fraction (e.g. 0.2) and selection.slice: "
+                    "validation",
+                )
+            ]
+        return []
     if name == gate:
         return [
             (

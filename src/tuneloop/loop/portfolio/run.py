@@ -16,9 +16,10 @@ every challenger did.
 `gate.adjudicate: selected` (the default) evaluates the challengers on the selection slice only:
 the gate slice is never evaluated for a challenger the rule did not choose. `all` evaluates
 every challenger on the gate slice, with the bar sealed first; each one's one-sided p against
-the champion (`gate.pretest`) goes into Holm's step-down at the bar's α, and the cheapest
-challenger Holm rejects for (its other conditions passing) is the one the gate adjudicates at
-its Holm level (`adjudication.alpha_used` in the verdict). With none rejected, the smallest p
+the champion (`gate.pretest`) goes into Holm's step-down at the bar's α, and the challenger Holm
+rejects for (its other conditions passing) that is cheapest to serve — fewest completion tokens
+per answer on that evaluation, `serving_cost` — is the one the gate adjudicates at its Holm
+level (`adjudication.alpha_used` in the verdict). With none rejected, the smallest p
 is adjudicated at its level and rejected there, so the slice's one look is still recorded.
 """
 
@@ -239,7 +240,9 @@ def _holm(
     # every challenger that was sealed counts in the family, a failed one with p = 1
     family = {r.name: pvalues.get(r.name, 1.0) for r in rows}
     passes = {n: others.get(n, False) for n in family}
-    choice = holm_choice(family, passes, bar.alpha, {n: costs[n] for n in family})
+    # among the challengers that pass, the cheaper to serve: tokens per answer on this eval
+    served = {r.name: serving_cost(ctx.layout.challenger(r.name).eval_post) for r in done}
+    choice = holm_choice(family, passes, bar.alpha, {n: served.get(n) for n in family})
     thresholds = {a.name: a.threshold for a in choice.arms}
     chosen = choice.chosen
     if chosen is None:
@@ -254,6 +257,16 @@ def _holm(
     marked = [r.model_copy(update={"gate_p": pvalues.get(r.name)}) for r in marked]
     ctx.notes["holm"] = {"p": pvalues, "alpha_used": thresholds[chosen]}
     return marked, chosen, reason, None, thresholds[chosen]
+
+
+def serving_cost(log: Path) -> float | None:
+    """Mean completion tokens per answered sample in a sample log (None when the server
+    reported none): what a challenger costs to serve, as measured on its own evaluation."""
+    from tuneloop.samplelog import load_sample_log
+
+    _, rows = load_sample_log(log)
+    tokens = [r.completion_tokens for r in rows if r.completion_tokens is not None]
+    return sum(tokens) / len(tokens) if tokens else None
 
 
 def _mark(

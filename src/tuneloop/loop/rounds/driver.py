@@ -29,7 +29,7 @@ from tuneloop.gate.ledger import RoundEnd, RoundStart, last_outcome
 from tuneloop.gate.verdict_record import GateVerdict
 from tuneloop.loop.base_overlay import with_chat_template
 from tuneloop.loop.layout import RunLayout, ledger_path
-from tuneloop.loop.phases import PHASES, Phase
+from tuneloop.loop.phases import CHALLENGER_PHASES, PHASES, Phase
 from tuneloop.loop.preflight import check_before_compute
 from tuneloop.loop.rounds.lineage import (
     RoundRecord,
@@ -122,12 +122,13 @@ def execute(
     *,
     plan: Callable[[Runner], None] | None = None,
     phases: tuple[Phase, ...] = PHASES,
+    challenger_phases: tuple[Phase, ...] = CHALLENGER_PHASES,
 ) -> int:
     """Plan, check, record and run one round; returns the exit status (see the module doc).
 
     With `plan`, only prints what the round would run (through `plan(runner)`), recording
-    and creating nothing (no ledger, no workdir). `phases` replaces the phase table (tests
-    run fake model phases)."""
+    and creating nothing (no ledger, no workdir). `phases` and `challenger_phases` replace
+    the phase tables (tests run fake model phases)."""
     require_rolling(cfg)  # not a flywheel config: no round to record a refusal against
     trigger = read_trigger(req.trigger_file)  # an unreadable one is just the error
     round_id = choose_round(cfg, req.asked, trigger)
@@ -155,7 +156,7 @@ def execute(
     rcfg, choice = resolve_serve(with_chat_template(rcfg))  # `serve.backend: auto`, its base
     if choice is not None:
         console.print(choice.line, highlight=False)
-    runner = Runner(rcfg, req.config_path, req.selection, phases)
+    runner = Runner(rcfg, req.config_path, req.selection, phases, challenger_phases)
     if plan is not None:
         plan(runner)
         return 0
