@@ -86,6 +86,14 @@ def override_key_problem(key: str) -> str | None:
     return None
 
 
+def _valid_factor(factor: str | None) -> str | None:
+    """A stage's `factor` is a key a challenger may override."""
+    problem = override_key_problem(factor) if factor is not None else None
+    if problem is not None:
+        raise ValueError(problem)
+    return factor
+
+
 def _is_section(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, Section)
 
@@ -196,13 +204,7 @@ class StageConfig(Section):
     values: list[Any] = Field(min_length=1)
     """One challenger per value."""
 
-    @field_validator("factor")
-    @classmethod
-    def _factor(cls, factor: str | None) -> str | None:
-        problem = override_key_problem(factor) if factor is not None else None
-        if problem is not None:
-            raise ValueError(problem)
-        return factor
+    _factor = field_validator("factor")(classmethod(lambda cls, f: _valid_factor(f)))
 
     @model_validator(mode="after")
     def _refine_factor(self) -> StageConfig:
@@ -250,13 +252,7 @@ class PortfolioConfig(Section):
             raise ValueError(f"more than one challenger is the default: {defaults}")
         return challengers
 
-    @field_validator("factor")
-    @classmethod
-    def _factor(cls, factor: str | None) -> str | None:
-        problem = override_key_problem(factor) if factor is not None else None
-        if problem is not None:
-            raise ValueError(problem)
-        return factor
+    _factor = field_validator("factor")(classmethod(lambda cls, f: _valid_factor(f)))
 
     @model_validator(mode="after")
     def _some_challenger(self) -> PortfolioConfig:

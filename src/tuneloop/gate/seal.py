@@ -33,15 +33,7 @@ def seal_bar(
     ledger_path: Path, seal_id: str, bar: Bar, slice_name: str, item_ids: list[str], at: str
 ) -> SealedBar:
     """Store the bar under `seal_id` (idempotent for the same bar); refuse a different one."""
-    record = SealedBar(
-        seal_id=seal_id,
-        bar=bar.to_dict(),
-        bar_sha256=bar.sha256(),
-        slice=slice_name,
-        items_sha256=items_sha256(item_ids),
-        n_items=len(item_ids),
-        sealed_at=at,
-    )
+    record = _sealed(seal_id, bar.to_dict(), bar.sha256(), slice_name, item_ids, at)
     previous = _store(ledger_path, record)
     if previous.seal_sha256() != record.seal_sha256():
         raise InputError(
@@ -72,15 +64,8 @@ def seal_selection(
     `rule`, hashed like a bar (`sealed_bars`, seal id `<run id>:selection`). The same rule
     again is a no-op (a resumed round); another one is refused — a challenger may already
     have a number."""
-    record = SealedBar(
-        seal_id=selection_seal_id(run_id),
-        bar=rule,
-        bar_sha256=sha256_bytes(canonical_json(rule).encode()),
-        slice=slice_name,
-        items_sha256=items_sha256(item_ids),
-        n_items=len(item_ids),
-        sealed_at=at,
-    )
+    digest = sha256_bytes(canonical_json(rule).encode())
+    record = _sealed(selection_seal_id(run_id), rule, digest, slice_name, item_ids, at)
     previous = _store(ledger_path, record)
     if previous.seal_sha256() != record.seal_sha256():
         raise InputError(
@@ -92,6 +77,20 @@ def seal_selection(
             "challengers, or start a new round (`tuneloop run CONFIG --from challengers`)"
         )
     return previous
+
+
+def _sealed(
+    seal_id: str, what: dict[str, Any], digest: str, slice_name: str, item_ids: list[str], at: str
+) -> SealedBar:
+    return SealedBar(
+        seal_id=seal_id,
+        bar=what,
+        bar_sha256=digest,
+        slice=slice_name,
+        items_sha256=items_sha256(item_ids),
+        n_items=len(item_ids),
+        sealed_at=at,
+    )
 
 
 def _store(ledger_path: Path, record: SealedBar) -> SealedBar:
@@ -115,14 +114,8 @@ def check_seal(
             "evaluation was not pre-registered in this ledger — redo it with "
             "`tuneloop run CONFIG --from eval_post`"
         )
-    asked = SealedBar(
-        seal_id=sealed.seal_id,
-        bar=bar.to_dict(),
-        bar_sha256=bar.sha256(),
-        slice=slice_name,
-        items_sha256=items_sha256(item_ids),
-        n_items=len(item_ids),
-        sealed_at=sealed.sealed_at,
+    asked = _sealed(
+        sealed.seal_id, bar.to_dict(), bar.sha256(), slice_name, item_ids, sealed.sealed_at
     )
     if asked.seal_sha256() != sealed.seal_sha256():
         raise InputError(
