@@ -128,7 +128,7 @@ def run_challengers(ctx: PhaseContext) -> None:
             "every challenger failed:\n  " + "\n  ".join(f"{r.name}: {r.error}" for r in rows)
         )
     if cfg.gate.adjudicate == "all":
-        rows, selected, reason, decision, alpha = _holm(ctx, rows, costs, items)
+        rows, selected, reason, decision, alpha = _holm(ctx, rows, items)
     else:
         (rows, selected, reason, decision), alpha = _select(ctx, rows, default, costs), None
     record = PortfolioRecord(
@@ -218,7 +218,7 @@ def _select(
 
 
 def _holm(
-    ctx: PhaseContext, rows: list[ChallengerRow], costs: dict[str, float], items: list[str]
+    ctx: PhaseContext, rows: list[ChallengerRow], items: list[str]
 ) -> tuple[list[ChallengerRow], str, str, SelectionDecision | None, float]:
     from tuneloop.gate import pretest
     from tuneloop.stats.selection import holm_choice
