@@ -64,6 +64,11 @@ def test_the_rule_picks_on_validation_and_only_the_choice_meets_the_gate(tmp_pat
     assert rec.decision is not None and rec.decision.default == "weak"
     pair = next(p for p in rec.decision.pairs if p.candidate == "s150")
     assert pair.beats_default and pair.losses == 0 and pair.wins > 0
+    why = {r.name: r.why for r in rec.challengers}
+    assert why["s200"] == (
+        "not selected: beats 'weak' too, but 's150' ranks ahead (higher mean, then cheaper)"
+    )
+    assert why["s150"].startswith("selected: ")
     assert rec.estimate_seconds == pytest.approx((50 + 150 + 200) * 0.1)
     assert rec.approval == "not required"
     # no challenger's own evaluation saw a gate item: the validation slice only

@@ -50,7 +50,12 @@ from tuneloop.loop.portfolio.challengers import (
 from tuneloop.loop.portfolio.recipe import recipe_of
 from tuneloop.loop.state import RunState, now_iso
 from tuneloop.records import read_record, sha256_path, write_record
-from tuneloop.records.selection import ChallengerRow, PortfolioRecord, SelectionDecision
+from tuneloop.records.selection import (
+    ChallengerRow,
+    PairFigures,
+    PortfolioRecord,
+    SelectionDecision,
+)
 
 console = Console(stderr=True)
 
@@ -214,7 +219,26 @@ def _select(
     )
     means = {a.name: a.mean for a in decision.arms}
     reason = decision.reason + note
-    return _mark(rows, decision.chosen, reason, means), decision.chosen, reason, decision
+    sign_p = cfg.portfolio.selection.sign_p
+    whys = {p.candidate: _pair_why(p, sign_p, decision.chosen) for p in decision.pairs}
+    marked = _mark(rows, decision.chosen, reason, means, whys)
+    return marked, decision.chosen, reason, decision
+
+
+def _pair_why(pair: PairFigures, sign_p: float, chosen: str) -> str:
+    """One challenger against the default (or, under best_mean, the best), in its own words."""
+    if pair.beats_default:
+        return f"beats {pair.default!r} too, but {chosen!r} ranks ahead (higher mean, then cheaper)"
+    failed = []
+    if pair.advantage <= 0:
+        failed.append(f"advantage {pair.advantage:+.3f} is not positive")
+    if pair.sign_p > sign_p:
+        failed.append(f"sign-test p {pair.sign_p:.3g} > {sign_p:g}")
+    inferior = [t.tag or "(untagged)" for t in pair.tags if not t.non_inferior]
+    if inferior:
+        failed.append("inferior on " + ", ".join(inferior))
+    against = f"against {pair.default!r}: "
+    return against + ("; ".join(failed) if failed else "every condition holds")
 
 
 def _holm(
@@ -270,14 +294,21 @@ def serving_cost(log: Path) -> float | None:
 
 
 def _mark(
-    rows: list[ChallengerRow], chosen: str, reason: str, means: dict[str, float]
+    rows: list[ChallengerRow],
+    chosen: str,
+    reason: str,
+    means: dict[str, float],
+    whys: dict[str, str] | None = None,
 ) -> list[ChallengerRow]:
+    """The rows with the choice: selected or not, and why (a row's own figures when the
+    decision has them, else the decision's reason)."""
     out = []
     for r in rows:
+        own = (whys or {}).get(r.name, reason)
         why = (
             r.why
             if r.status == "failed"
-            else ("selected: " + reason if r.name == chosen else "not selected: " + reason)
+            else ("selected: " + reason if r.name == chosen else "not selected: " + own)
         )
         out.append(
             r.model_copy(
