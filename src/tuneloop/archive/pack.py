@@ -83,7 +83,8 @@ def archive_run(
 ) -> str:
     """Copy the run and write its manifest; returns the manifest's sha256.
 
-    `skip` names entries at the top of `workdir` that are not part of the run. Never
+    `skip` names entries of `workdir` that are not part of the run, as paths relative to it
+    (`.lock`, `challengers/a/merge/model`). Never
     overwrites: an existing target is accepted only when it verifies and holds this run (a
     resume after a crash between the rename and the phase record). `target` must be one plain
     folder name inside its root (no `..` anywhere in it): an archive is never written outside
@@ -98,7 +99,9 @@ def archive_run(
     shutil.copytree(
         workdir,
         tmp / ARCHIVED_RUN_DIR,
-        ignore=lambda d, names: [n for n in names if d == top and n in skip],
+        ignore=lambda d, names: [
+            n for n in names if os.path.relpath(os.path.join(d, n), top) in skip
+        ],
     )
     kept = _copy_inputs(recipe, tmp / "inputs", target.name)
     manifest = Manifest(

@@ -116,5 +116,16 @@ def archive_recipe(cfg: LoopConfig) -> Recipe:
 
 def not_archived(archive_folder: Path) -> tuple[str, ...]:
     """Workdir entries that are not part of the run: the lock, the archive phase's own folder
-    (written after the copy) and the outputs earlier redos replaced."""
-    return (LOCK_FILE, archive_folder.name, QUARANTINE)
+    (written after the copy) and the outputs earlier redos replaced; and in a portfolio round,
+    each challenger's lock and merged model — its adapter, its validation log and the merged
+    model's hash (its `state.json`, `challengers/selection.json`) are kept, and the one the
+    gate judged is the round's own `merge/model`, so a real model is not archived once per
+    challenger."""
+    run = RunLayout(archive_folder.parent)
+    mine = [LOCK_FILE, archive_folder.name, QUARANTINE]
+    if run.challengers.is_dir():
+        for folder in sorted(p for p in run.challengers.iterdir() if p.is_dir()):
+            sub = run.challenger(folder.name)
+            for path in (sub.lock, sub.merged_model):
+                mine.append(str(path.relative_to(run.workdir)))
+    return tuple(mine)

@@ -91,6 +91,15 @@ def test_the_rule_picks_on_validation_and_only_the_choice_meets_the_gate(tmp_pat
     assert verdict.adjudication["rule"] == "selected" and verdict.adjudication["challengers"] == 3
     assert champion is not None and champion.descriptor["recipe"]["train"]["steps"] == 150
     assert champion.descriptor["recipe"]["challenger"] == "s150"
+    # the archive keeps every challenger's adapter and validation log, not its merged model
+    (archived,) = (tmp_path / "archive").iterdir()
+    for name in ("weak", "s150", "s200"):
+        kept = RunLayout(archived / "run" / "challengers" / name)
+        assert (kept.adapter / "steps.txt").is_file() and kept.post_summary.is_file()
+        assert not kept.merged_model.exists() and not kept.lock.exists()
+    from tuneloop.archive import verify_archive
+
+    assert verify_archive(archived) == []
     log = (tmp_path / "ledger" / "EXPERIMENT-LOG.md").read_text()
     assert "Challengers" in log and "s200" in log and "weak" in log
 
