@@ -135,6 +135,10 @@ def test_stages_expand_family_first_then_refine_one_factor_in_turn(tmp_path: Pat
         "train.learning_rate": 0.001,
     }
     assert [c.name for c in expand(cfg.portfolio, recipe, refined=1)] == ["r=16", "r=64"]
+    paths = cfg.portfolio.model_copy(
+        update={"stages": [], "stage": "family", "factor": "train.data", "values": ["a/b.jsonl"]}
+    )
+    assert [c.name for c in expand(paths, None)] == ["data=b.jsonl"]
     with pytest.raises(InputError, match="refine varies the champion's recipe"):
         expand(
             cfg.portfolio.model_copy(

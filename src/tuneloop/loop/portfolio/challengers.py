@@ -71,7 +71,8 @@ def expand(
             )
         base = recipe_overrides(champion_recipe)
     for value in stage.values:
-        name = f"{factor.rsplit('.', 1)[-1]}={value}"
+        # a folder name: a path value goes by its last part
+        name = f"{factor.rsplit('.', 1)[-1]}={str(value).rstrip('/').rsplit('/', 1)[-1]}"
         if any(c.name == name for c in out):
             raise InputError(f"portfolio.values: challenger {name!r} is also listed")
         out.append(Challenger(name, base | {factor: value}, stage.stage, where="portfolio.values"))
