@@ -54,6 +54,23 @@ class SamplingParams(BaseModel):
     """Completion length limit."""
     seed: int = 0
     """Base seed; per-sample seeds derive from (seed, item id, sample index)."""
+    logprobs: bool = False
+    """Each request asked for token log-probabilities (`eval.logprobs`); rows carry their
+    `confidence`."""
+
+
+class Confidence(BaseModel):
+    """How sure the model was of one answer, from the log-probabilities its server returned."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mean_logprob: float
+    """Mean log-probability of the answer's tokens (≤ 0; 0 is certain)."""
+    min_margin: float | None
+    """Smallest difference, over the answer's tokens, between the log-probabilities of the two
+    most likely tokens at that position (≥ 0); None when the server gave one alternative."""
+    tokens: int
+    """Answer tokens the figures are over."""
 
 
 CallStatus = Literal["ok", "invalid_json", "unknown_tool", "invalid_arguments", "failed"]
@@ -132,7 +149,7 @@ class SampleRow(Record):
     """One (item, sample index) of an eval."""
 
     KIND = "sample"
-    VERSION = 2
+    VERSION = 3
 
     suite_revision: str
     """sha256 of the suite's canonical content."""
@@ -170,9 +187,17 @@ class SampleRow(Record):
     metrics: dict[str, float] = {}
     """Outputs of the further scorers the eval ran (`eval.metrics`), by scorer name, each in
     [0, 1]; empty unless status is ok."""
+    confidence: Confidence | None = None
+    """The answer's confidence from its token log-probabilities (`eval.logprobs`); None when
+    not asked for, or for an agent item."""
 
     def to_json(self) -> dict[str, Any]:
-        return _versioned(self, super().to_json())
+        out = _versioned(self, super().to_json())
+        if self.confidence is None:
+            del out["confidence"]
+        else:  # version 3: a reader that predates confidences refuses the row
+            out["schema"] = "tuneloop.sample/3"
+        return out
 
     @property
     def value(self) -> float:
@@ -248,7 +273,7 @@ class EvalSummary(Record):
     """Settings and totals of one eval, written beside samples.jsonl."""
 
     KIND = "eval_summary"
-    VERSION = 3
+    VERSION = 4
 
     suite_path: str
     suite_revision: str
@@ -285,6 +310,10 @@ class EvalSummary(Record):
             out["schema"] = "tuneloop.eval_summary/3"
         else:
             del out["replicas"]
+        if self.sampling.logprobs:  # version 4: rows with confidences
+            out["schema"] = "tuneloop.eval_summary/4"
+        else:
+            del out["sampling"]["logprobs"]
         return out
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import time
 from dataclasses import dataclass
@@ -44,12 +45,23 @@ REFUSED_STATUS = frozenset({401, 403, 404})
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """One answer token as the server scored it: its log-probability, and those of the most
+    likely tokens at its position (`top_logprobs`), highest first."""
+
+    logprob: float
+    top: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class Completion:
     text: str
     finish_reason: str | None
     prompt_tokens: int | None
     completion_tokens: int | None
     latency_s: float
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    """The answer's tokens with their log-probabilities, when the server returned them."""
 
 
 class RequestFailed(Exception):
@@ -107,7 +119,37 @@ def parse_response(body: bytes, latency_s: float, *, chat: bool) -> Completion:
         prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
         completion_tokens=_int_or_none(usage.get("completion_tokens")),
         latency_s=latency_s,
+        logprobs=_token_logprobs(choice.get("logprobs"), chat=chat),
     )
+
+
+def _token_logprobs(found: Any, *, chat: bool) -> tuple[TokenLogprob, ...] | None:
+    """The `logprobs` of a choice in OpenAI's chat shape (`content: [{logprob, top_logprobs:
+    [{logprob}]}]`) or completions shape (`token_logprobs`, `top_logprobs: [{token:
+    logprob}]`); None when absent. Malformed ones (untrusted output) raise MalformedResponse."""
+    if found is None:
+        return None
+    try:
+        if chat:
+            content = found["content"]
+            pairs = [
+                (e["logprob"], [t["logprob"] for t in e.get("top_logprobs") or []]) for e in content
+            ]
+        else:
+            tops = found.get("top_logprobs") or [None] * len(found["token_logprobs"])
+            pairs = [
+                (lp, list(top.values()) if isinstance(top, dict) else [])
+                for lp, top in zip(found["token_logprobs"], tops, strict=True)
+            ]
+        out = tuple(
+            TokenLogprob(float(lp), tuple(sorted((float(t) for t in top), reverse=True)))
+            for lp, top in pairs
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise MalformedResponse(f"logprobs are malformed: {type(err).__name__}: {err}") from None
+    if any(math.isnan(t.logprob) or t.logprob > 0 for t in out):
+        raise MalformedResponse("logprobs are malformed: a log-probability above 0 or NaN")
+    return out
 
 
 def backoff_delay(attempt: int, base_s: float, cap_s: float = 10.0) -> float:

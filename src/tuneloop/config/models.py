@@ -260,6 +260,11 @@ class EvalConfig(Section):
     token_budget: int | None = Field(default=None, gt=0)
     """Agent items: prompt + completion tokens per sample, summed over turns, after which the
     trajectory is cut off as unfinished; None: no budget."""
+    logprobs: bool = False
+    """Ask the server for each answer token's log-probability and its top two alternatives;
+    each sample row then records its `confidence` (mean token log-probability, smallest margin
+    between the top two tokens) — the signals a cascade hands off on. A server that answers
+    without them gives a harness error naming the endpoint, never a score."""
     metrics: list[str] = []
     """Further registered scorers run on every sample besides the item's own, recorded in the
     row by name (e.g. `tool_call_valid`, `tool_match`, `turns`); the report and the gate can

@@ -51,7 +51,11 @@ def build_payload(
         "stream": False,
     }
     if item.messages is not None:
+        if sampling.logprobs:  # the answer's tokens and their two most likely alternatives
+            body |= {"logprobs": True, "top_logprobs": 2}
         return {**body, "messages": item.messages}, True
+    if sampling.logprobs:
+        body["logprobs"] = 2
     return {**body, "prompt": item.prompt}, False
 
 

@@ -58,6 +58,7 @@ from tuneloop.envkeys import Redactor
 from tuneloop.envs import is_agent_item
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.evaluate.agent import run_agent
+from tuneloop.evaluate.confidence import answer_confidence
 from tuneloop.evaluate.plan import (
     Key,
     build_payload,
@@ -174,6 +175,7 @@ def evaluate(
                 top_p=settings.top_p,
                 max_tokens=settings.max_tokens,
                 seed=settings.seed,
+                logprobs=settings.logprobs,
             ),
             started_at=_now(),
             agent=AgentBudget(max_turns=settings.max_turns, token_budget=settings.token_budget)
@@ -341,6 +343,8 @@ async def _complete(
             completion_tokens=done.completion_tokens,
             latency_s=round(done.latency_s, 6),
         )
+        if run.summary.sampling.logprobs:
+            fields["confidence"] = answer_confidence(done)
         return fields, done.text, None
     base_seed = run.settings.seed
     ran = await run_agent(
