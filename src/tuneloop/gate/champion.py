@@ -1,8 +1,10 @@
 """Champion descriptors: what is in service, as data.
 
 A descriptor says what the champion *is* — one checkpoint (`single`), or an architecture of
-several parts (`cascade`: try components in order and escalate; `workflow`: components wired
-by roles) — so that a promotion records a whole system, not a bare path. Each version in the
+several parts (`cascade`: try components in order and escalate) — so that a promotion records
+a whole system, not a bare path. `workflow` (components wired by roles into a fixed graph) is
+named so that it is refused with a clear error, not accepted and ignored: it is not supported
+yet. Each version in the
 ledger holds one descriptor; promotion adds a version, nothing is overwritten.
 
     {"kind": "single", "path": "runs/loop/merge/model", "sha256": "…",
@@ -59,6 +61,11 @@ class ChampionDescriptor(BaseModel):
 
     @model_validator(mode="after")
     def _shape(self) -> ChampionDescriptor:
+        if self.kind == "workflow":
+            raise ValueError(
+                "kind: workflow (a fixed multi-step graph) is not supported yet; a champion "
+                "is a single model or a cascade"
+            )
         if self.kind == "single" and not (self.path or self.model):
             raise ValueError("a single-model descriptor needs 'path' or 'model'")
         if self.kind != "single" and not self.components:
