@@ -32,6 +32,7 @@ PHASES = {
     "archive",
     "tracking",
     "selection",
+    "cascade",
 }
 SHARED = {"scorers", "stats", "client", "envs", "scrub", "serving", "memory"}
 CORE = {

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import typer
 
 from tuneloop.archive.command import archive_app
+from tuneloop.cascade.command import compose
 from tuneloop.commands import check, plugins
 from tuneloop.data.command import corpus_app, ingest
 from tuneloop.entry import run_app
@@ -53,6 +54,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "gate": gate,
     "champion": champion,
     # approve: a gate promotion, or (--config) a watcher round's spend; the flywheel reads both
+    "compose": compose,
     "approve": approve,
     "run": run,
     "watch": watch,

@@ -32,6 +32,7 @@ RECORDS: dict[str, tuple[str, str]] = {
         "`tuneloop select --out`; challengers/selection.json's decision",
     ),
     "PortfolioRecord": ("tuneloop.records.selection", "challengers/selection.json (portfolio)"),
+    "CompositionRecord": ("tuneloop.cascade.compose", "`tuneloop compose --out`: composition.json"),
     "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
     "RunBudget": ("tuneloop.train.budget", "train/adapter/budget.json (`train.max_seconds`)"),
     "HealthStop": (

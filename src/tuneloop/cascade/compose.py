@@ -1,0 +1,227 @@
+"""`tuneloop compose`: a cascade's accuracy and cost at every threshold, from each tier's own
+sample log, without a new model call (`tuneloop.stats.cascade` has the rule and cites it).
+
+Each tier is a sample log of the same suite items (its answers, scores and, for every tier but
+the last, its confidences: `eval.logprobs`) and a price per million completion tokens. An
+item's score is its mean over samples (unscored samples count 0, as everywhere); its
+confidence is the first sample's signal (`mean_logprob` or `min_margin`: what the served
+cascade sees on a greedy request); its cost at a tier is that tier's completion tokens × its
+price. The threshold is chosen by a declared objective on the items given (the validation
+part): the most accurate setting under a cost budget, or the cheapest whose accuracy is at
+least the best single tier's less ε. The record (`CompositionRecord`) holds the whole
+frontier, each tier alone, the objective and the choice, with the hash of what was chosen and
+of the logs it was chosen on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from tuneloop.errors import InputError
+from tuneloop.records import Record, canonical_json, sha256_bytes, sha256_file
+from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE, SampleRow, load_sample_log
+from tuneloop.stats.cascade import (
+    CascadeOutcome,
+    best_under_cost,
+    cheapest_non_inferior,
+    frontier,
+)
+
+Signal = Literal["mean_logprob", "min_margin"]
+Objective = Literal["max_accuracy_under_cost", "min_cost_non_inferior"]
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    log: Path
+    usd_per_1m: float
+    """Price per million completion tokens."""
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Point(_Row):
+    thresholds: list[float]
+    accuracy: float
+    cost: float
+    """Mean dollars per item."""
+    coverage: list[float]
+
+
+class TierFigures(_Row):
+    name: str
+    log: str
+    log_sha256: str
+    model: str
+    usd_per_1m: float
+    accuracy: float
+    cost: float
+    """Mean dollars per item when this tier answers everything alone."""
+
+
+class CompositionRecord(Record):
+    KIND: ClassVar[str] = "composition"
+    VERSION: ClassVar[int] = 1
+
+    signal: Signal
+    objective: Objective
+    budget: float | None
+    epsilon: float
+    n_items: int
+    item_ids_sha256: str
+    tiers: list[TierFigures]
+    frontier: list[Point]
+    chosen: Point | None
+    """The setting the objective picks; None when none meets it."""
+    chosen_sha256: str | None
+    """sha256 of the chosen thresholds with the signal, tiers (names, logs' hashes, prices)
+    and objective: what a descriptor records as sealed."""
+    reason: str
+
+
+def compose_logs(
+    tiers: Sequence[Tier],
+    *,
+    signal: Signal = "mean_logprob",
+    objective: Objective = "min_cost_non_inferior",
+    budget: float | None = None,
+    epsilon: float = 0.0,
+    item_ids: Sequence[str] | None = None,
+) -> CompositionRecord:
+    """The frontier and the choice (module docstring); InputError naming the log for logs of
+    other items or suites, or a tier that hands off without confidences."""
+    if len(tiers) < 2:
+        raise InputError("compose: a cascade needs at least two tiers (NAME=LOG, cheapest first)")
+    if objective == "max_accuracy_under_cost" and budget is None:
+        raise InputError("--budget: max_accuracy_under_cost needs a cost budget per item ($)")
+    logs = [load_sample_log(t.log) for t in tiers]
+    ids = sorted(item_ids) if item_ids is not None else sorted(logs[0][0].item_ids)
+    first = logs[0][0]
+    scores, confs, costs, figures = [], [], [], []
+    for i, (tier, (summary, rows)) in enumerate(zip(tiers, logs, strict=True)):
+        if summary.suite_revision != first.suite_revision:
+            raise InputError(f"{tier.log}: another suite revision than {tiers[0].log}")
+        missing = set(ids) - set(summary.item_ids)
+        if missing:
+            raise InputError(
+                f"{tier.log}: tier {tier.name!r} has no answers for {len(missing)} of the "
+                f"items (e.g. {sorted(missing)[0]!r}); every tier must answer every item"
+            )
+        s, c, k = _tier_arrays(tier, rows, ids, signal, needs_signal=i < len(tiers) - 1)
+        scores.append(s)
+        confs.append(c)
+        costs.append(k)
+        figures.append(
+            TierFigures(
+                name=tier.name,
+                log=str(tier.log),
+                log_sha256=_log_sha256(tier.log),
+                model=summary.model,
+                usd_per_1m=tier.usd_per_1m,
+                accuracy=float(s.mean()),
+                cost=float(k.mean()),
+            )
+        )
+    front = frontier(scores, confs, costs)
+    chosen, reason = _choose(front, figures, objective, budget, epsilon)
+    sealed = None
+    if chosen is not None:
+        what = {
+            "signal": signal,
+            "thresholds": list(chosen.thresholds),
+            "tiers": [(t.name, t.log_sha256, t.usd_per_1m) for t in figures],
+            "objective": objective,
+            "budget": budget,
+            "epsilon": epsilon,
+        }
+        sealed = sha256_bytes(canonical_json(what).encode())
+    return CompositionRecord(
+        signal=signal,
+        objective=objective,
+        budget=budget,
+        epsilon=epsilon,
+        n_items=len(ids),
+        item_ids_sha256=sha256_bytes(canonical_json(ids).encode()),
+        tiers=figures,
+        frontier=[_point(o) for o in front],
+        chosen=_point(chosen) if chosen is not None else None,
+        chosen_sha256=sealed,
+        reason=reason,
+    )
+
+
+def _tier_arrays(
+    tier: Tier, rows: list[SampleRow], ids: list[str], signal: Signal, *, needs_signal: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    by_item: dict[str, list[SampleRow]] = {}
+    for r in rows:
+        by_item.setdefault(r.item_id, []).append(r)
+    s, c, k = [], [], []
+    for item in ids:
+        mine = sorted(by_item.get(item, []), key=lambda r: r.sample_index)
+        s.append(float(np.mean([r.value for r in mine])) if mine else 0.0)
+        first = mine[0] if mine else None
+        conf = first.confidence if first is not None else None
+        value = getattr(conf, signal) if conf is not None else None
+        if value is None and needs_signal:
+            raise InputError(
+                f"{tier.log}: tier {tier.name!r} hands off on {signal}, but item {item!r} has "
+                "no confidence: evaluate it with eval.logprobs (`tuneloop eval --logprobs`) "
+                "on a server that returns logprobs"
+            )
+        c.append(np.nan if value is None else float(value))
+        tokens = [r.completion_tokens or 0 for r in mine]
+        k.append((float(np.mean(tokens)) if tokens else 0.0) * tier.usd_per_1m / 1e6)
+    return np.asarray(s), np.asarray(c), np.asarray(k)
+
+
+def _choose(
+    front: list[CascadeOutcome],
+    tiers: list[TierFigures],
+    objective: Objective,
+    budget: float | None,
+    epsilon: float,
+) -> tuple[CascadeOutcome | None, str]:
+    if objective == "max_accuracy_under_cost":
+        assert budget is not None
+        chosen = best_under_cost(front, budget)
+        if chosen is None:
+            return None, f"no setting costs at most ${budget:g} per item"
+        return chosen, (
+            f"the most accurate setting at most ${budget:g} per item: "
+            f"{chosen.accuracy:.1%} at ${chosen.cost:.3g}"
+        )
+    best = max(tiers, key=lambda t: (t.accuracy, -t.cost))
+    chosen = cheapest_non_inferior(front, best.accuracy, epsilon)
+    if chosen is None:
+        return None, f"no setting reaches {best.name!r}'s {best.accuracy:.1%} less {epsilon:g}"
+    saving = 1 - chosen.cost / best.cost if best.cost > 0 else 0.0
+    return chosen, (
+        f"the cheapest setting at least as accurate as the best single tier {best.name!r} "
+        f"({best.accuracy:.1%}) less ε {epsilon:g}: {chosen.accuracy:.1%} at "
+        f"${chosen.cost:.3g} per item, {saving:.0%} less than {best.name!r} alone"
+    )
+
+
+def _point(o: CascadeOutcome) -> Point:
+    return Point(
+        thresholds=list(o.thresholds),
+        accuracy=o.accuracy,
+        cost=o.cost,
+        coverage=list(o.coverage),
+    )
+
+
+def _log_sha256(folder: Path) -> str:
+    """The log as the choice read it: its samples and summary, hashed together."""
+    parts = [sha256_file(folder / name) for name in (SAMPLES_FILE, SUMMARY_FILE)]
+    return sha256_bytes("".join(parts).encode())
