@@ -71,6 +71,12 @@ def test_the_cheapest_setting_as_accurate_as_the_best_tier(tmp_path: Path) -> No
     assert record.chosen.cost == pytest.approx(3.5e-5)
     assert [t.cost for t in record.tiers] == pytest.approx([1e-5, 1e-4])
     assert "65% less than 'big' alone" in record.reason and record.chosen_sha256
+    d = record.descriptor
+    assert d is not None and d["kind"] == "cascade"
+    assert d["composition_sha256"] == record.chosen_sha256
+    first, last = d["components"]
+    assert (first["name"], first["signal"], first["threshold"]) == ("small", "mean_logprob", -2.0)
+    assert last["name"] == "big" and "threshold" not in last
 
 
 def test_the_most_accurate_under_a_budget(tmp_path: Path) -> None:

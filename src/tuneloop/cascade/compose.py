@@ -10,7 +10,7 @@ price. The threshold is chosen by a declared objective on the items given (the v
 part): the most accurate setting under a cost budget, or the cheapest whose accuracy is at
 least the best single tier's less ε. The record (`CompositionRecord`) holds the whole
 frontier, each tier alone, the objective and the choice, with the hash of what was chosen and
-of the logs it was chosen on.
+of the logs it was chosen on, and the chosen cascade as a champion descriptor.
 """
 
 from __future__ import annotations
@@ -18,14 +18,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from tuneloop.errors import InputError
 from tuneloop.records import Record, canonical_json, sha256_bytes, sha256_file
-from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE, SampleRow, load_sample_log
+from tuneloop.samplelog import (
+    SAMPLES_FILE,
+    SUMMARY_FILE,
+    EvalSummary,
+    SampleRow,
+    load_sample_log,
+)
 from tuneloop.stats.cascade import (
     CascadeOutcome,
     best_under_cost,
@@ -86,6 +92,10 @@ class CompositionRecord(Record):
     """sha256 of the chosen thresholds with the signal, tiers (names, logs' hashes, prices)
     and objective: what a descriptor records as sealed."""
     reason: str
+    descriptor: dict[str, Any] | None
+    """The chosen cascade as a champion descriptor (`kind: cascade`, its tiers in order with
+    their model, endpoint, price, signal and hand-off threshold, and `composition_sha256`);
+    None when nothing was chosen."""
 
 
 def compose_logs(
@@ -156,7 +166,32 @@ def compose_logs(
         chosen=_point(chosen) if chosen is not None else None,
         chosen_sha256=sealed,
         reason=reason,
+        descriptor=_descriptor(logs, figures, signal, chosen, sealed) if chosen else None,
     )
+
+
+def _descriptor(
+    logs: Sequence[tuple[EvalSummary, list[SampleRow]]],
+    tiers: list[TierFigures],
+    signal: Signal,
+    chosen: CascadeOutcome,
+    sealed: str | None,
+) -> dict[str, Any]:
+    components = []
+    for i, ((summary, _), tier) in enumerate(zip(logs, tiers, strict=True)):
+        last = i == len(tiers) - 1
+        components.append(
+            {
+                "role": f"tier-{i + 1}",
+                "name": tier.name,
+                "model": summary.model,
+                "endpoint": summary.endpoint,
+                "usd_per_1m": tier.usd_per_1m,
+                # the last tier always answers
+                **({} if last else {"signal": signal, "threshold": chosen.thresholds[i]}),
+            }
+        )
+    return {"kind": "cascade", "components": components, "composition_sha256": sealed}
 
 
 def _tier_arrays(
