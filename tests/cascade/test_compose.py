@@ -112,3 +112,6 @@ def test_the_installed_command_writes_the_record(tmp_path: Path) -> None:
     assert data["schema"] == "tuneloop.composition/1" and data["chosen"]["thresholds"] == [-2.0]
     bad = tuneloop("compose", *args, "--price", "small=1", "--out", tmp_path / "p")
     assert bad.code == 2 and "tier 'big' has no price" in bad.stderr
+    prices = ("--price", "small=1", "--price", "big=10")
+    alone = tuneloop("compose", *args, *prices, "--slice", "validation", "--out", tmp_path / "q")
+    assert alone.code == 2 and "--slice: give --suite" in alone.stderr

@@ -58,6 +58,16 @@ def compose(
         float | None, typer.Option(min=0, help="Dollars per item, for max_accuracy_under_cost.")
     ] = None,
     epsilon: Annotated[float, typer.Option(min=0, help="Accuracy allowed below the best.")] = 0.0,
+    suite: Annotated[
+        Path | None, typer.Option(help="The suite the logs evaluated, to compose on --slice only.")
+    ] = None,
+    slice_name: Annotated[
+        str | None,
+        typer.Option("--slice", help="Compose on this slice only (the validation part)."),
+    ] = None,
+    slices: Annotated[
+        str, typer.Option(help="The suite's slices, as loop.yaml's suite.slices.")
+    ] = "dev=0.5,gate=0.5",
 ) -> None:
     """A cascade's accuracy/cost frontier from each tier's own sample log, and the threshold
     a declared objective picks — no model is called. Choose on validation items only."""
@@ -78,12 +88,22 @@ def compose(
     if len({n for n, _, _ in parsed}) != len(parsed):
         raise InputError("compose: a tier name is given twice")
     require_writable_dir(out, "--out")
+    items = None
+    if slice_name is not None:
+        if suite is None:
+            raise InputError("--slice: give --suite, the suite the tiers were evaluated on")
+        from tuneloop.config import SlicingConfig, parse_slice_fractions
+        from tuneloop.suite import load_suite, resolve_slice
+
+        slicing = SlicingConfig(slices=parse_slice_fractions(slices))
+        items = resolve_slice(load_suite(suite), slicing, slice_name)
     record = compose_logs(
         [Tier(n, p, usd) for n, p, usd in parsed],
         signal=signal,  # type: ignore[arg-type]
         objective=objective,  # type: ignore[arg-type]
         budget=budget,
         epsilon=epsilon,
+        item_ids=items,
     )
     out.mkdir(parents=True, exist_ok=True)
     write_record(out / COMPOSITION_FILE, record)
