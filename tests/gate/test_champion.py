@@ -29,3 +29,18 @@ def test_a_cascade_without_components_and_a_single_without_a_model() -> None:
         parse_descriptor({"kind": "cascade"}, "x")
     with pytest.raises(InputError, match="needs 'path' or 'model'"):
         parse_descriptor({"kind": "single"}, "x")
+
+
+def test_a_cascade_hand_off_names_a_signal_and_a_threshold_in_its_range() -> None:
+    def cascade(signal: object, threshold: object) -> dict[str, object]:
+        small = {"role": "tier-1", "path": "s/", "signal": signal, "threshold": threshold}
+        return {"kind": "cascade", "components": [small, {"role": "tier-2", "path": "b/"}]}
+
+    assert parse_descriptor(cascade("mean_logprob", -0.5), "x").kind == "cascade"
+    assert parse_descriptor(cascade("agreement", 1), "x").kind == "cascade"
+    with pytest.raises(InputError, match="threshold 0.5 is outside mean_logprob's range"):
+        parse_descriptor(cascade("mean_logprob", 0.5), "x")
+    with pytest.raises(InputError, match="threshold -1 is outside min_margin's range"):
+        parse_descriptor(cascade("min_margin", -1), "x")
+    with pytest.raises(InputError, match="signal 'entropy' is not one of"):
+        parse_descriptor(cascade("entropy", 0), "x")

@@ -31,6 +31,7 @@ from tuneloop.errors import PhaseFailed
 from tuneloop.evaluate import evaluate
 from tuneloop.evaluate.agreement import agreement
 from tuneloop.records import sha256_path
+from tuneloop.samplelog import load_sample_log
 from tuneloop.serving import serving
 from tuneloop.train.checkpoint.decoding import read_decoding
 from tuneloop.vllm_env import find_vllm
@@ -52,8 +53,10 @@ def rows_in(samples: Path) -> int:
 
 
 def demo_eval() -> tuple[EvalConfig, Decoding]:
-    """The demo's eval settings and the base's decoding contract, as the loop serves both arms."""
-    settings = EvalConfig.model_validate(yaml.safe_load((ARITH / "loop.yaml").read_text())["eval"])
+    """The demo's eval settings (with logprobs) and the base's decoding contract, as the loop
+    serves both arms."""
+    data = yaml.safe_load((ARITH / "loop.yaml").read_text())["eval"]
+    settings = EvalConfig.model_validate(data | {"logprobs": True})
     base = read_decoding(ARITH / "model")
     return settings, Decoding(base.stop_token_ids, base.generation_config)
 
@@ -68,7 +71,8 @@ def vllm_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         base_model=str(ARITH / "model"),
         serve={"backend": "vllm", "challenger": "adapter", "vllm": {"dtype": "float32"}},
         # a killed server's requests give up quickly (they are retried, never scored)
-        eval={**cfg["eval"], "max_retries": 2, "backoff_s": 0.05},
+        # with logprobs: every row records the answer's confidence as vLLM computed it
+        eval={**cfg["eval"], "max_retries": 2, "backoff_s": 0.05, "logprobs": True},
     )
     cfg["suite"]["path"] = str(ARITH / "suite.jsonl")
     cfg["train"].update(data=str(ARITH / "train_prompts.jsonl"), steps=30)
@@ -144,6 +148,12 @@ def test_vllm_and_the_embedded_server_give_the_same_greedy_completions(
     same = agreement(vllm_run / arm, tmp_path / arm)
     assert same.compared == 320 and same.unpaired == 0
     assert same.different == 0, f"{same.line()}; first differences: {same.differing}"
+    # both servers return the answer's logprobs, and through the client they agree (float32)
+    ours = {r.item_id: r.confidence for r in load_sample_log(tmp_path / arm)[1]}
+    for row in load_sample_log(vllm_run / arm)[1]:
+        theirs, mine = row.confidence, ours[row.item_id]
+        assert theirs is not None and mine is not None and theirs.tokens == mine.tokens
+        assert theirs.mean_logprob == pytest.approx(mine.mean_logprob, abs=0.05)
 
 
 def test_a_model_vllm_cannot_load_fails_with_its_error_and_what_to_do(

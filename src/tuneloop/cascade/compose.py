@@ -15,6 +15,7 @@ of the logs it was chosen on, and the chosen cascade as a champion descriptor.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,7 +167,11 @@ def compose_logs(
         chosen=_point(chosen) if chosen is not None else None,
         chosen_sha256=sealed,
         reason=reason,
-        descriptor=_descriptor(logs, figures, signal, chosen, sealed) if chosen else None,
+        descriptor=(
+            _descriptor(logs, figures, signal, chosen, sealed)
+            if chosen is not None and all(math.isfinite(t) for t in chosen.thresholds)
+            else None  # +inf hands every item on: that tier alone, not a cascade
+        ),
     )
 
 

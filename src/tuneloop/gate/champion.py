@@ -70,7 +70,33 @@ class ChampionDescriptor(BaseModel):
             raise ValueError("a single-model descriptor needs 'path' or 'model'")
         if self.kind != "single" and not self.components:
             raise ValueError(f"a {self.kind} descriptor needs at least one component")
+        for c in self.components[:-1] if self.kind == "cascade" else []:
+            problem = _hand_off_problem(c)
+            if problem:
+                raise ValueError(f"cascade component {c.role!r}: {problem}")
         return self
+
+
+SIGNAL_RANGES = {
+    "mean_logprob": (float("-inf"), 0.0),
+    "min_margin": (0.0, float("inf")),
+    "agreement": (0.0, 1.0),
+}
+"""The confidence signals a cascade tier hands off on, and the values each can take."""
+
+
+def _hand_off_problem(c: Component) -> str | None:
+    """What is wrong with a tier's hand-off (every tier but the last has one), if anything."""
+    extra = c.model_extra or {}
+    signal, threshold = extra.get("signal"), extra.get("threshold")
+    if signal is None and threshold is None:
+        return None  # a hand-off recorded before signals were (a plain component list)
+    if signal not in SIGNAL_RANGES:
+        return f"signal {signal!r} is not one of {', '.join(SIGNAL_RANGES)}"
+    low, high = SIGNAL_RANGES[signal]
+    if not isinstance(threshold, int | float) or not low <= threshold <= high:
+        return f"threshold {threshold!r} is outside {signal}'s range [{low:g}, {high:g}]"
+    return None
 
 
 def parse_descriptor(data: dict[str, Any], where: str) -> ChampionDescriptor:
