@@ -115,3 +115,40 @@ def test_the_installed_command_writes_the_record(tmp_path: Path) -> None:
     prices = ("--price", "small=1", "--price", "big=10")
     alone = tuneloop("compose", *args, *prices, "--slice", "validation", "--out", tmp_path / "q")
     assert alone.code == 2 and "--slice: give --suite" in alone.stderr
+
+
+def test_agreement_among_samples_is_a_signal(tmp_path: Path) -> None:
+    folder = tmp_path / "small"
+    folder.mkdir()
+    rows = []
+    said = {"a": ["1", "1", "1"], "b": ["2", "3", "2"], "c": ["4", "5", "6"], "d": ["7", "7", "8"]}
+    for item, answers in said.items():
+        for k, text in enumerate(answers):
+            row = SampleRow(
+                suite_revision="rev",
+                item_id=item,
+                sample_index=k,
+                model="small",
+                seed=k,
+                completion=text,
+                completion_tokens=1,
+                score=1.0 if item in "ab" else 0.0,
+                scorer="numeric",
+            )
+            rows.append(row.to_json())
+    write_jsonl(folder / "samples.jsonl", rows)
+    summary = EvalSummary(
+        suite_path="suite.jsonl",
+        suite_revision="rev",
+        item_ids=IDS,
+        model="small",
+        endpoint="x",
+        sampling=SamplingParams(n_samples=3, temperature=1.0, max_tokens=8),
+        started_at="2026-12-05T00:00:00Z",
+    )
+    write_record(folder / "summary.json", summary)
+    big = write_tier(tmp_path / "big", "big", [1, 1, 1, 1], None)
+    record = compose_logs([Tier("small", folder, 1.0), Tier("big", big, 10.0)], signal="agreement")
+    # agreement 1, 2/3, 1/3, 2/3: keeping only 'a' (threshold 1) hands b, c, d to the big tier
+    assert [p.thresholds for p in record.frontier][-1] == [1.0]
+    assert record.chosen is not None and record.chosen.accuracy == 1.0

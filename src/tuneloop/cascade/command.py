@@ -45,7 +45,11 @@ def compose(
     ],
     out: Annotated[Path, typer.Option(help="Folder for composition.json.")],
     signal: Annotated[
-        str, typer.Option(help="Confidence each tier hands off on: mean_logprob or min_margin.")
+        str,
+        typer.Option(
+            help="Confidence each tier hands off on: mean_logprob, min_margin (from logprobs) "
+            "or agreement (among an item's samples)."
+        ),
     ] = "mean_logprob",
     objective: Annotated[
         str,
@@ -77,8 +81,8 @@ def compose(
     from tuneloop.cascade.compose import Tier, compose_logs
     from tuneloop.records import write_record
 
-    if signal not in ("mean_logprob", "min_margin"):
-        raise InputError(f"--signal {signal!r}: mean_logprob or min_margin")
+    if signal not in ("mean_logprob", "min_margin", "agreement"):
+        raise InputError(f"--signal {signal!r}: mean_logprob, min_margin or agreement")
     if objective not in ("min_cost_non_inferior", "max_accuracy_under_cost"):
         raise InputError(
             f"--objective {objective!r}: min_cost_non_inferior or max_accuracy_under_cost"

@@ -5,7 +5,8 @@ Each tier is a sample log of the same suite items (its answers, scores and, for 
 the last, its confidences: `eval.logprobs`) and a price per million completion tokens. An
 item's score is its mean over samples (unscored samples count 0, as everywhere); its
 confidence is the first sample's signal (`mean_logprob` or `min_margin`: what the served
-cascade sees on a greedy request); its cost at a tier is that tier's completion tokens × its
+cascade sees on a greedy request), or with `agreement` the share of the item's samples whose
+answer is the first sample's (k samples at a temperature above 0); its cost at a tier is that tier's completion tokens × its
 price. The threshold is chosen by a declared objective on the items given (the validation
 part): the most accurate setting under a cost budget, or the cheapest whose accuracy is at
 least the best single tier's less ε. The record (`CompositionRecord`) holds the whole
@@ -40,7 +41,7 @@ from tuneloop.stats.cascade import (
     frontier,
 )
 
-Signal = Literal["mean_logprob", "min_margin"]
+Signal = Literal["mean_logprob", "min_margin", "agreement"]
 Objective = Literal["max_accuracy_under_cost", "min_cost_non_inferior"]
 
 
@@ -210,13 +211,22 @@ def _tier_arrays(
         mine = sorted(by_item.get(item, []), key=lambda r: r.sample_index)
         s.append(float(np.mean([r.value for r in mine])) if mine else 0.0)
         first = mine[0] if mine else None
-        conf = first.confidence if first is not None else None
-        value = getattr(conf, signal) if conf is not None else None
+        if signal == "agreement":  # the share of samples that say what the first one said
+            said = [(r.completion or "").strip() for r in mine if r.status == "ok"]
+            value = said.count(said[0]) / len(mine) if said and len(mine) > 1 else None
+        else:
+            conf = first.confidence if first is not None else None
+            value = getattr(conf, signal) if conf is not None else None
         if value is None and needs_signal:
+            how = (
+                "evaluate it with eval.n_samples > 1 at a temperature above 0"
+                if signal == "agreement"
+                else "evaluate it with eval.logprobs (`tuneloop eval --logprobs`) on a server "
+                "that returns logprobs"
+            )
             raise InputError(
                 f"{tier.log}: tier {tier.name!r} hands off on {signal}, but item {item!r} has "
-                "no confidence: evaluate it with eval.logprobs (`tuneloop eval --logprobs`) "
-                "on a server that returns logprobs"
+                f"no such confidence: {how}"
             )
         c.append(np.nan if value is None else float(value))
         tokens = [r.completion_tokens or 0 for r in mine]
