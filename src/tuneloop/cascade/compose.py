@@ -6,12 +6,13 @@ the last, its confidences: `eval.logprobs`) and a price per million completion t
 item's score is its mean over samples (unscored samples count 0, as everywhere); its
 confidence is the first sample's signal (`mean_logprob` or `min_margin`: what the served
 cascade sees on a greedy request), or with `agreement` the share of the item's samples whose
-answer is the first sample's (k samples at a temperature above 0); its cost at a tier is that tier's completion tokens × its
-price. The threshold is chosen by a declared objective on the items given (the validation
-part): the most accurate setting under a cost budget, or the cheapest whose accuracy is at
-least the best single tier's less ε. The record (`CompositionRecord`) holds the whole
-frontier, each tier alone, the objective and the choice, with the hash of what was chosen and
-of the logs it was chosen on, and the chosen cascade as a champion descriptor.
+answer is the first sample's (k samples at a temperature above 0); its cost at a tier is
+that tier's completion tokens × its price. The threshold is chosen by a declared objective
+on the items given (the validation part): the most accurate setting under a cost budget, or
+the cheapest whose accuracy is at least the best single tier's less ε. The record
+(`CompositionRecord`) holds the whole frontier, each tier alone, the objective and the
+choice, with the hash of what was chosen and of the logs it was chosen on, and the chosen
+cascade as a champion descriptor.
 """
 
 from __future__ import annotations
