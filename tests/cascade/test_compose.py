@@ -43,6 +43,13 @@ def write_tier(
             confidence=conf,
         )
         rows.append(row.to_json())
+    sampling = SamplingParams(n_samples=1, temperature=0.0, max_tokens=8, logprobs=True)
+    return write_log(folder, model, rows, items, sampling)
+
+
+def write_log(
+    folder: Path, model: str, rows: list[dict], items: list[str], sampling: SamplingParams
+) -> Path:
     write_jsonl(folder / "samples.jsonl", rows)
     summary = EvalSummary(
         suite_path="suite.jsonl",
@@ -50,7 +57,7 @@ def write_tier(
         item_ids=items,
         model=model,
         endpoint="x",
-        sampling=SamplingParams(n_samples=1, temperature=0.0, max_tokens=8, logprobs=True),
+        sampling=sampling,
         started_at="2026-12-05T00:00:00Z",
     )
     write_record(folder / "summary.json", summary)
@@ -136,17 +143,9 @@ def test_agreement_among_samples_is_a_signal(tmp_path: Path) -> None:
                 scorer="numeric",
             )
             rows.append(row.to_json())
-    write_jsonl(folder / "samples.jsonl", rows)
-    summary = EvalSummary(
-        suite_path="suite.jsonl",
-        suite_revision="rev",
-        item_ids=IDS,
-        model="small",
-        endpoint="x",
-        sampling=SamplingParams(n_samples=3, temperature=1.0, max_tokens=8),
-        started_at="2026-12-05T00:00:00Z",
+    write_log(
+        folder, "small", rows, IDS, SamplingParams(n_samples=3, temperature=1.0, max_tokens=8)
     )
-    write_record(folder / "summary.json", summary)
     big = write_tier(tmp_path / "big", "big", [1, 1, 1, 1], None)
     record = compose_logs([Tier("small", folder, 1.0), Tier("big", big, 10.0)], signal="agreement")
     # agreement 1, 2/3, 1/3, 2/3: keeping only 'a' (threshold 1) hands b, c, d to the big tier
