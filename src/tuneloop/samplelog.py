@@ -23,7 +23,7 @@ with a single-endpoint log of the same eval row for row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -31,7 +31,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from tuneloop.errors import InputError
-from tuneloop.records import Record, iter_jsonl, parse_record, read_record
+from tuneloop.records import (
+    Record,
+    canonical_json,
+    iter_jsonl,
+    parse_record,
+    read_record,
+    sha256_bytes,
+    sha256_file,
+)
 
 Status = Literal["ok", "harness_error", "missing"]
 
@@ -450,3 +458,28 @@ def score_grid(
         status[row.status] += 1
     status["missing"] += int((~written).sum())
     return ScoreGrid(values=values, ok=ok, tags=tuple(tags), status=status)
+
+
+def log_sha256(folder: Path) -> str:
+    """Hash of a sample log's evidence files (samples.jsonl, summary.json): what a verdict, a
+    selection or a composition binds of the logs it read."""
+    parts = {name: sha256_file(Path(folder) / name) for name in (SAMPLES_FILE, SUMMARY_FILE)}
+    return sha256_bytes(canonical_json(parts).encode())
+
+
+def items_sha256(item_ids: Sequence[str]) -> str:
+    """Hash of a set of item ids, sorted: a slice's identity in the evidence and the ledger."""
+    return sha256_bytes(canonical_json(sorted(item_ids)).encode())
+
+
+def mean_completion_tokens(
+    rows: Sequence[SampleRow], items: Collection[str] | None = None
+) -> float | None:
+    """Mean completion tokens per sample that reports them (of `items` only, when given): what
+    an answer costs to serve, as measured on the log; None when no row reports them."""
+    counts = [
+        r.completion_tokens
+        for r in rows
+        if r.completion_tokens is not None and (items is None or r.item_id in items)
+    ]
+    return sum(counts) / len(counts) if counts else None

@@ -20,7 +20,7 @@ TAGS = {item: ["even" if i % 2 == 0 else "odd"] for i, item in enumerate(ITEMS)}
 
 
 def gate_log_sha256(folder: Path) -> str:
-    """The gate's evidence hash of a log (`gate.verdict_record.log_sha256`), written out."""
+    """The evidence hash of a log (`samplelog.log_sha256`, what the gate binds), written out."""
     parts = {n: sha256_file(folder / n) for n in ("samples.jsonl", "summary.json")}
     return sha256_bytes(canonical_json(parts).encode())
 

@@ -7,7 +7,10 @@ from typing import Annotated
 
 import typer
 
+from tuneloop.config import SlicingConfig, parse_slice_fractions
 from tuneloop.errors import InputError, require_writable_dir
+from tuneloop.records import write_record
+from tuneloop.suite import load_suite, resolve_slice
 
 COMPOSITION_FILE = "composition.json"
 
@@ -78,8 +81,7 @@ def compose(
     from rich.console import Console
     from rich.table import Table
 
-    from tuneloop.cascade.compose import Tier, compose_logs
-    from tuneloop.records import write_record
+    from tuneloop.cascade.compose import Tier, compose_logs  # numpy
 
     if signal not in ("mean_logprob", "min_margin", "agreement"):
         raise InputError(f"--signal {signal!r}: mean_logprob, min_margin or agreement")
@@ -96,9 +98,6 @@ def compose(
     if slice_name is not None:
         if suite is None:
             raise InputError("--slice: give --suite, the suite the tiers were evaluated on")
-        from tuneloop.config import SlicingConfig, parse_slice_fractions
-        from tuneloop.suite import load_suite, resolve_slice
-
         slicing = SlicingConfig(slices=parse_slice_fractions(slices))
         items = resolve_slice(load_suite(suite), slicing, slice_name)
     record = compose_logs(

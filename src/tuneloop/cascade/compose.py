@@ -27,13 +27,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from tuneloop.errors import InputError
-from tuneloop.records import Record, canonical_json, sha256_bytes, sha256_file
+from tuneloop.records import Record, canonical_json, sha256_bytes
 from tuneloop.samplelog import (
-    SAMPLES_FILE,
-    SUMMARY_FILE,
     EvalSummary,
     SampleRow,
+    items_sha256,
     load_sample_log,
+    log_sha256,
 )
 from tuneloop.stats.cascade import (
     CascadeOutcome,
@@ -137,7 +137,7 @@ def compose_logs(
             TierFigures(
                 name=tier.name,
                 log=str(tier.log),
-                log_sha256=_log_sha256(tier.log),
+                log_sha256=log_sha256(tier.log),
                 model=summary.model,
                 usd_per_1m=tier.usd_per_1m,
                 accuracy=float(s.mean()),
@@ -163,7 +163,7 @@ def compose_logs(
         budget=budget,
         epsilon=epsilon,
         n_items=len(ids),
-        item_ids_sha256=sha256_bytes(canonical_json(ids).encode()),
+        item_ids_sha256=items_sha256(ids),
         tiers=figures,
         frontier=[_point(o) for o in front],
         chosen=_point(chosen) if chosen is not None else None,
@@ -275,9 +275,3 @@ def _point(o: CascadeOutcome) -> Point:
         cost=o.cost,
         coverage=list(o.coverage),
     )
-
-
-def _log_sha256(folder: Path) -> str:
-    """The log as the choice read it: its samples and summary, hashed together."""
-    parts = [sha256_file(folder / name) for name in (SAMPLES_FILE, SUMMARY_FILE)]
-    return sha256_bytes("".join(parts).encode())

@@ -28,15 +28,27 @@ from tuneloop.config.base import SafeName, Section
 from tuneloop.config.train import TrainConfig
 from tuneloop.errors import did_you_mean
 
-OVERRIDE_ROOTS = ("train", "data.output")
-"""What a challenger may override: the training recipe and which corpus output it reads."""
 
-
-def _field_at(key: str) -> Any:
-    """The pydantic field a valid `train.` key names (None for `data.output`)."""
+def _override_field(key: str) -> tuple[Any, str | None]:
+    """(the `train:` field a challenger's override key names, why the key cannot be an
+    override); both None for `data.output`."""
+    if key == "data.output":
+        return None, None
+    parts = key.split(".")
+    if parts[0] != "train" or len(parts) < 2:
+        return None, (
+            f"{key!r} is not part of the training recipe: a challenger overrides only keys "
+            "under train. or data.output (the suite, serving, evaluation and gate are the "
+            "round's, the same for every arm)"
+        )
     model: Any = TrainConfig
     field = None
-    for part in key.split(".")[1:]:
+    for i, part in enumerate(parts[1:], start=1):
+        if model is None:
+            return None, f"{'.'.join(parts[:i])} is a value, not a section"
+        if part not in model.model_fields:
+            hint = did_you_mean(part, model.model_fields)
+            return None, f"unknown key {'.'.join(parts[: i + 1])!r}{hint}"
         field = model.model_fields[part]
         model = next(
             (
@@ -46,7 +58,13 @@ def _field_at(key: str) -> Any:
             ),
             None,
         )
-    return field
+    return field, None
+
+
+def override_key_problem(key: str) -> str | None:
+    """Why `key` cannot be a challenger's override (None when it can): a dotted path to a
+    field of `train:` (sections included, e.g. `train.lora.r`), or `data.output`."""
+    return _override_field(key)[1]
 
 
 def _is_path(field: Any) -> bool:
@@ -56,34 +74,6 @@ def _is_path(field: Any) -> bool:
         if a is Path or getattr(a, "__origin__", None) is Path:  # Annotated[Path, …]
             return True
     return False
-
-
-def override_key_problem(key: str) -> str | None:
-    """Why `key` cannot be a challenger's override (None when it can): a dotted path to a
-    field of `train:` (sections included, e.g. `train.lora.r`), or `data.output`."""
-    if key == "data.output":
-        return None
-    parts = key.split(".")
-    if parts[0] != "train" or len(parts) < 2:
-        return (
-            f"{key!r} is not part of the training recipe: a challenger overrides only keys "
-            "under train. or data.output (the suite, serving, evaluation and gate are the "
-            "round's, the same for every arm)"
-        )
-    model: Any = TrainConfig
-    for i, part in enumerate(parts[1:], start=1):
-        fields = getattr(model, "model_fields", None)
-        if fields is None:
-            return f"{'.'.join(parts[:i])} is a value, not a section"
-        if part not in fields:
-            hint = did_you_mean(part, fields)
-            return f"unknown key {'.'.join(parts[: i + 1])!r}{hint}"
-        annotation = fields[part].annotation
-        model = next(
-            (a for a in (annotation, *getattr(annotation, "__args__", ())) if _is_section(a)),
-            None,
-        )
-    return None
 
 
 def _valid_factor(factor: str | None) -> str | None:
@@ -124,9 +114,7 @@ class ChallengerConfig(Section):
             if (
                 isinstance(key, str)
                 and isinstance(value, str)
-                and override_key_problem(key) is None
-                and key != "data.output"
-                and _is_path(_field_at(key))
+                and _is_path(_override_field(key)[0])
             ):
                 value = str((Path(base) / Path(value).expanduser()).resolve())
             resolved[key] = value

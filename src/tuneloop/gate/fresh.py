@@ -28,7 +28,7 @@ from tuneloop.errors import InputError
 from tuneloop.gate.explog import append_entry, log_path
 from tuneloop.gate.ledger import ItemChange, ItemLook, Ledger, open_ledger
 from tuneloop.gate.looks import COMMAND_ADVICE, SliceLooks, classify, name_ids, refusal
-from tuneloop.gate.verdict_record import log_sha256
+from tuneloop.samplelog import log_sha256
 from tuneloop.suite import Suite
 
 

@@ -23,8 +23,8 @@ from typing import Any
 from tuneloop.errors import InputError
 from tuneloop.gate.bar import Bar
 from tuneloop.gate.ledger import Ledger, SealedBar, open_ledger
-from tuneloop.gate.verdict_record import items_sha256
 from tuneloop.records import canonical_json, sha256_bytes
+from tuneloop.samplelog import items_sha256
 
 SEAL_FILE = "sealed_bar.json"
 
@@ -51,6 +51,11 @@ def selection_seal_id(run_id: str) -> str:
     return f"{run_id}:selection"
 
 
+def selection_sha256(rule: dict[str, Any]) -> str:
+    """The hash a selection rule is sealed under (its canonical JSON's)."""
+    return sha256_bytes(canonical_json(rule).encode())
+
+
 def seal_selection(
     ledger_path: Path,
     run_id: str,
@@ -64,7 +69,7 @@ def seal_selection(
     `rule`, hashed like a bar (`sealed_bars`, seal id `<run id>:selection`). The same rule
     again is a no-op (a resumed round); another one is refused — a challenger may already
     have a number."""
-    digest = sha256_bytes(canonical_json(rule).encode())
+    digest = selection_sha256(rule)
     record = _sealed(selection_seal_id(run_id), rule, digest, slice_name, item_ids, at)
     previous = _store(ledger_path, record)
     if previous.seal_sha256() != record.seal_sha256():

@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from tuneloop.gate.bar import Bar
-from tuneloop.records import Record, canonical_json, sha256_bytes, sha256_file
-from tuneloop.samplelog import SAMPLES_FILE, SUMMARY_FILE
+from tuneloop.records import Record, canonical_json, sha256_bytes
+from tuneloop.samplelog import items_sha256, log_sha256
 
 Outcome = Literal["promote", "reject", "awaiting_approval"]
 
@@ -150,17 +150,6 @@ class GateVerdict(Record):
         if data.get("adjudication") is None:
             data.pop("adjudication", None)
         return data
-
-
-def items_sha256(item_ids: list[str]) -> str:
-    """Hash of a slice's sorted item ids: the slice's identity in the evidence and the ledger."""
-    return sha256_bytes(canonical_json(sorted(item_ids)).encode())
-
-
-def log_sha256(folder: Path) -> str:
-    """Hash of a sample log's evidence files (samples.jsonl, summary.json)."""
-    parts = {name: sha256_file(Path(folder) / name) for name in (SAMPLES_FILE, SUMMARY_FILE)}
-    return sha256_bytes(canonical_json(parts).encode())
 
 
 def make_evidence(

@@ -30,7 +30,6 @@ from tuneloop.config import LoopConfig, SuiteConfig
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.gate.ledger import SealedBar, open_ledger
 from tuneloop.gate.looks import Advice, SliceLooks, changed_message, classify, refusal
-from tuneloop.gate.verdict_record import items_sha256
 from tuneloop.loop.context import (
     MERGED_MODEL,
     TRAINED_ADAPTER,
@@ -48,6 +47,7 @@ from tuneloop.loop.layout import (
 from tuneloop.loop.portfolio import round_recipe
 from tuneloop.loop.state import load_state, now_iso
 from tuneloop.records import read_record, write_record
+from tuneloop.samplelog import items_sha256
 
 if TYPE_CHECKING:
     from tuneloop.config.models import Challenger
@@ -286,7 +286,8 @@ def read_seal(workdir: Path) -> SealedBar:
 
 def check_verdict_matches(workdir: Path) -> GateVerdict:
     """The verdict in gate/, refused unless it judged exactly this workdir's two logs."""
-    from tuneloop.gate.verdict_record import GateVerdict, log_sha256
+    from tuneloop.gate.verdict_record import GateVerdict
+    from tuneloop.samplelog import log_sha256
 
     run = RunLayout(workdir)
     verdict = read_record(run.verdict, GateVerdict)

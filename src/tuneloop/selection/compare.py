@@ -20,14 +20,17 @@ import numpy as np
 from tuneloop import stats
 from tuneloop.config.portfolio import SelectionConfig
 from tuneloop.errors import InputError, did_you_mean
-from tuneloop.records import canonical_json, sha256_bytes, sha256_file
+from tuneloop.records import canonical_json, sha256_bytes
 from tuneloop.records.selection import ArmFigures, PairFigures, SelectionDecision, TagFigures
 from tuneloop.samplelog import (
     SAMPLES_FILE,
     SUMMARY_FILE,
     EvalSummary,
     SampleRow,
+    items_sha256,
     load_sample_log,
+    log_sha256,
+    mean_completion_tokens,
     score_grid,
 )
 
@@ -40,21 +43,9 @@ class _Arm:
     rows: list[SampleRow]
 
 
-def log_sha256(folder: Path) -> str:
-    """sha256 of a sample log's evidence (samples.jsonl and summary.json): the same hash the
-    gate's verdict binds (`gate.verdict_record.log_sha256`)."""
-    parts = {name: sha256_file(Path(folder) / name) for name in (SAMPLES_FILE, SUMMARY_FILE)}
-    return sha256_bytes(canonical_json(parts).encode())
-
-
 def rule_sha256(rule: SelectionConfig) -> str:
     """sha256 of the rule's canonical JSON: what is sealed before any arm has a number."""
     return sha256_bytes(canonical_json(rule.model_dump(mode="json")).encode())
-
-
-def item_ids_sha256(item_ids: Sequence[str]) -> str:
-    """sha256 of the canonical JSON of the sorted item ids."""
-    return sha256_bytes(canonical_json(sorted(item_ids)).encode())
 
 
 def _folder(path: Path) -> Path:
@@ -124,14 +115,6 @@ def _check_same_items(arms: Sequence[_Arm], same_model: bool) -> None:
             )
     if not ids:
         raise InputError(f"{first.folder}: the logs evaluated no items")
-
-
-def _mean_completion_tokens(rows: Sequence[SampleRow], items: set[str]) -> float | None:
-    """Mean completion tokens per sample that reports them; None when none does."""
-    counts = [
-        r.completion_tokens for r in rows if r.item_id in items and r.completion_tokens is not None
-    ]
-    return float(np.mean(counts)) if counts else None
 
 
 def cost_text(cost: float | None) -> str:
@@ -215,7 +198,7 @@ def compare_logs(
     tags = [sorted(t) for t in item_tags]
     cost = {
         arm.name: (
-            costs.get(arm.name) if costs is not None else _mean_completion_tokens(arm.rows, items)
+            costs.get(arm.name) if costs is not None else mean_completion_tokens(arm.rows, items)
         )
         for arm in loaded
     }
@@ -259,7 +242,7 @@ def compare_logs(
         rule=rule.model_dump(mode="json"),
         rule_sha256=rule_sha256(rule),
         suite_revision=loaded[0].summary.suite_revision,
-        item_ids_sha256=item_ids_sha256(item_ids),
+        item_ids_sha256=items_sha256(item_ids),
         n_items=len(item_ids),
         default=chosen.default,
         arms=[

@@ -37,20 +37,9 @@ def spend_key(cfg: LoopConfig, challengers: list[Challenger], found: RoundEstima
         "workdir": str(cfg.workdir),
         "base_model": str(cfg.base_model),
         "challengers": {c.name: c.overrides for c in challengers},
-        "estimate": {n: e.model_dump(mode="json") for n, e in found.challengers.items()},
-        "usd": found.usd,
-        "eval_samples": found.eval_samples,
+        "estimate": found.summary(),
     }
     return "spend-" + sha256_bytes(canonical_json(what).encode())[:12]
-
-
-def _summary(found: RoundEstimate) -> dict[str, object]:
-    return {
-        "train_seconds": found.train_seconds,
-        "eval_samples": found.eval_samples,
-        "usd": found.usd,
-        "challengers": {n: e.model_dump(mode="json") for n, e in found.challengers.items()},
-    }
 
 
 def approved_how(
@@ -82,7 +71,7 @@ def approved_how(
         if record:
             with open_ledger(db) as ledger, ledger.transaction():
                 if ledger.spend_approval(key) is None:
-                    ledger.add_spend_approval(key, at, how, _summary(found))
+                    ledger.add_spend_approval(key, at, how, found.summary())
         return f"{how} at {at} ({key})"
     over = " (over the standing approval's limits)" if isinstance(spend, StandingSpend) else ""
     raise AwaitingApproval(
@@ -113,5 +102,5 @@ def approve_spend(
     how = f"by {getpass.getuser()}"
     with open_ledger(ledger_path(cfg)) as ledger, ledger.transaction():
         if ledger.spend_approval(key) is None:
-            ledger.add_spend_approval(key, at, how, _summary(found))
+            ledger.add_spend_approval(key, at, how, found.summary())
     return how

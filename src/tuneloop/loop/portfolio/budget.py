@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError
@@ -40,6 +41,15 @@ class RoundEstimate:
     eval_samples: int
     usd: float | None
     """Teacher dollars of the round; None when they cannot be estimated yet."""
+
+    def summary(self) -> dict[str, Any]:
+        """The estimate as plain data: what a spend approval records (and its key hashes)."""
+        return {
+            "train_seconds": self.train_seconds,
+            "eval_samples": self.eval_samples,
+            "usd": self.usd,
+            "challengers": {n: e.model_dump(mode="json") for n, e in self.challengers.items()},
+        }
 
     def lines(self) -> list[str]:
         out = [

@@ -2,8 +2,8 @@
 refine` on the champion's recorded recipe), and each one's own round config.
 
 A challenger is a set of overrides of the round's training recipe (`train.*`, `data.output`;
-`config.portfolio.OVERRIDE_ROOTS`). Its round (`challenger_config`) is the parent round with
-those overrides, in its own workdir `challengers/<name>/`, reading the training rows the
+`config.portfolio.override_key_problem`). Its round (`challenger_config`) is the parent round
+with those overrides, in its own workdir `challengers/<name>/`, reading the training rows the
 parent's data and replay phases wrote (so every challenger trains on the same corpus build,
 decontaminated once), evaluated on the selection slice only — never the gate slice, unless
 `gate.adjudicate: all` — with no gate, archive or tracking of its own.

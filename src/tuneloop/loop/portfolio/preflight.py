@@ -18,14 +18,18 @@ from pathlib import Path
 from tuneloop.config import LoopConfig
 from tuneloop.errors import InputError
 from tuneloop.gate.ledger import open_ledger
-from tuneloop.gate.seal import selection_seal_id
+from tuneloop.gate.seal import selection_seal_id, selection_sha256
 from tuneloop.loop.layout import ledger_path
 from tuneloop.loop.portfolio.approval import approved_how
 from tuneloop.loop.portfolio.budget import RoundEstimate, budget_problems, estimate_round
-from tuneloop.loop.portfolio.challengers import Challenger, default_of, effective_config, expand
-from tuneloop.loop.portfolio.run import champion_recipe, portfolio_challengers, sealed_rule
+from tuneloop.loop.portfolio.challengers import Challenger, effective_config, expand
+from tuneloop.loop.portfolio.run import (
+    champion_recipe,
+    portfolio_challengers,
+    sealed_rule,
+    selection_default,
+)
 from tuneloop.loop.state import load_state, now_iso
-from tuneloop.records import canonical_json, sha256_bytes
 from tuneloop.suite import Suite, resolve_slice
 from tuneloop.suite.rolling import VALIDATION
 
@@ -145,11 +149,8 @@ def _check_kept_selection(
         sealed = ledger.sealed(selection_seal_id(state.run_id))
     if sealed is None:
         return
-    assert cfg.portfolio is not None
-    costs = {n: e.train_seconds for n, e in found.challengers.items()}
-    stays = cfg.gate.adjudicate == "selected" and cfg.portfolio.selection.rule == "default_stays"
-    rule = sealed_rule(cfg, challengers, default_of(challengers, costs) if stays else None)
-    if sha256_bytes(canonical_json(rule).encode()) != sealed.bar_sha256:
+    rule = sealed_rule(cfg, challengers, selection_default(cfg, challengers, found))
+    if selection_sha256(rule) != sealed.bar_sha256:
         raise InputError(
             f"portfolio (config): round {state.run_id!r} sealed its selection rule at "
             f"{sealed.sealed_at}, before any challenger was evaluated; the config now asks "

@@ -18,9 +18,10 @@ the gate slice is never evaluated for a challenger the rule did not choose. `all
 every challenger on the gate slice, with the bar sealed first; each one's one-sided p against
 the champion (`gate.pretest`) goes into Holm's step-down at the bar's α, and the challenger Holm
 rejects for (its other conditions passing) that is cheapest to serve — fewest completion tokens
-per answer on that evaluation, `serving_cost` — is the one the gate adjudicates at its Holm
-level (`adjudication.alpha_used` in the verdict). With none rejected, the smallest p
-is adjudicated at its level and rejected there, so the slice's one look is still recorded.
+per answer on that evaluation, `samplelog.mean_completion_tokens` — is the one the gate
+adjudicates at its Holm level (`adjudication.alpha_used` in the verdict). With none rejected,
+the smallest p is adjudicated at its level and rejected there, so the slice's one look is
+still recorded.
 """
 
 from __future__ import annotations
@@ -48,14 +49,15 @@ from tuneloop.loop.portfolio.challengers import (
     expand,
 )
 from tuneloop.loop.portfolio.recipe import recipe_of
-from tuneloop.loop.state import RunState, now_iso
-from tuneloop.records import read_record, sha256_path, write_record
+from tuneloop.loop.state import RunState, load_state, now_iso
+from tuneloop.records import read_record, read_record_if_exists, sha256_path, write_record
 from tuneloop.records.selection import (
     ChallengerRow,
     PairFigures,
     PortfolioRecord,
     SelectionDecision,
 )
+from tuneloop.samplelog import load_sample_log, mean_completion_tokens
 
 console = Console(stderr=True)
 
@@ -106,7 +108,7 @@ def run_challengers(ctx: PhaseContext) -> None:
     found = estimate_round(cfg, challengers)
     how = approved_how(cfg, challengers, found, now_iso())  # approved at preflight; recorded
     costs = {n: e.train_seconds for n, e in found.challengers.items()}
-    default = default_of(challengers, costs) if _stays(cfg) else None
+    default = selection_default(cfg, challengers, found)
     where = compared_slice(cfg)
     items = (
         gate_items(cfg, ctx.workdir, ctx.run_id)
@@ -159,9 +161,15 @@ def run_challengers(ctx: PhaseContext) -> None:
     )
 
 
-def _stays(cfg: LoopConfig) -> bool:
+def selection_default(
+    cfg: LoopConfig, challengers: list[Challenger], found: RoundEstimate
+) -> str | None:
+    """The default `default_stays` keeps (the marked one, else the cheapest by estimated
+    training seconds); None under `best_mean` or `gate.adjudicate: all`."""
     assert cfg.portfolio is not None
-    return cfg.gate.adjudicate == "selected" and cfg.portfolio.selection.rule == "default_stays"
+    if cfg.gate.adjudicate == "all" or cfg.portfolio.selection.rule != "default_stays":
+        return None
+    return default_of(challengers, {n: e.train_seconds for n, e in found.challengers.items()})
 
 
 def _run_one(ctx: PhaseContext, ch: Challenger, found: RoundEstimate, where: str) -> ChallengerRow:
@@ -265,7 +273,10 @@ def _holm(
     family = {r.name: pvalues.get(r.name, 1.0) for r in rows}
     passes = {n: others.get(n, False) for n in family}
     # among the challengers that pass, the cheaper to serve: tokens per answer on this eval
-    served = {r.name: serving_cost(ctx.layout.challenger(r.name).eval_post) for r in done}
+    served = {
+        r.name: mean_completion_tokens(load_sample_log(ctx.layout.challenger(r.name).eval_post)[1])
+        for r in done
+    }
     choice = holm_choice(family, passes, bar.alpha, {n: served.get(n) for n in family})
     thresholds = {a.name: a.threshold for a in choice.arms}
     chosen = choice.chosen
@@ -279,18 +290,7 @@ def _holm(
         reason = f"Holm over {len(family)} challengers: {choice.reason}"
     marked = _mark(rows, chosen, reason, {})
     marked = [r.model_copy(update={"gate_p": pvalues.get(r.name)}) for r in marked]
-    ctx.notes["holm"] = {"p": pvalues, "alpha_used": thresholds[chosen]}
     return marked, chosen, reason, None, thresholds[chosen]
-
-
-def serving_cost(log: Path) -> float | None:
-    """Mean completion tokens per answered sample in a sample log (None when the server
-    reported none): what a challenger costs to serve, as measured on its own evaluation."""
-    from tuneloop.samplelog import load_sample_log
-
-    _, rows = load_sample_log(log)
-    tokens = [r.completion_tokens for r in rows if r.completion_tokens is not None]
-    return sum(tokens) / len(tokens) if tokens else None
 
 
 def _mark(
@@ -325,8 +325,6 @@ def _mark(
 def adopt_selected(ctx: PhaseContext) -> None:
     """The `train` phase of a portfolio round: the selected challenger's trained adapter (or
     model), copied from its own round and checked against the hash that round recorded."""
-    from tuneloop.loop.state import load_state
-
     record = read_record(ctx.layout.portfolio_record, PortfolioRecord)
     if record.selected is None:
         raise PhaseFailed(f"{ctx.layout.portfolio_record}: no challenger was selected")
@@ -345,8 +343,6 @@ def adopt_selected(ctx: PhaseContext) -> None:
 
 def portfolio_of(workdir: Path) -> PortfolioRecord | None:
     """A portfolio round's record (`challengers/selection.json`), when it has one."""
-    from tuneloop.records import read_record_if_exists
-
     return read_record_if_exists(RunLayout(workdir).portfolio_record, PortfolioRecord)
 
 
