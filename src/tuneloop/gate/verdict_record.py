@@ -1,8 +1,8 @@
 """The gate's verdict record and the evidence it binds (read typed wherever it is used).
 
 A verdict is reused only for exactly its `Evidence`: both logs' bytes, both models, the bar,
-the slice's items and the suite revision. `log_sha256` is how a sample log enters it,
-`items_sha256` how the slice's items do.
+the slice's items and the suite revision. `samplelog.log_sha256` is how a sample log enters
+it, `samplelog.items_sha256` how the slice's items do.
 """
 
 from __future__ import annotations

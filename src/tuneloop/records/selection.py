@@ -35,8 +35,8 @@ class ArmFigures(_Row):
     log: str
     """The sample log's folder."""
     log_sha256: str
-    """sha256 of its samples.jsonl and summary.json together (`gate.verdict_record.log_sha256`
-    style: the evidence this decision read)."""
+    """sha256 of its samples.jsonl and summary.json together (`samplelog.log_sha256`, the
+    hash a verdict binds a log by): the evidence this decision read."""
     model: str
     """The model identity the log names."""
     settings: dict[str, Any]
