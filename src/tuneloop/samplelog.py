@@ -40,6 +40,7 @@ from tuneloop.records import (
     sha256_bytes,
     sha256_file,
 )
+from tuneloop.tiers import CascadeTrace
 
 Status = Literal["ok", "harness_error", "missing"]
 
@@ -157,7 +158,7 @@ class SampleRow(Record):
     """One (item, sample index) of an eval."""
 
     KIND = "sample"
-    VERSION = 3
+    VERSION = 4
 
     suite_revision: str
     """sha256 of the suite's canonical content."""
@@ -198,6 +199,12 @@ class SampleRow(Record):
     confidence: Confidence | None = None
     """The answer's confidence from its token log-probabilities (`eval.logprobs`); None when
     not asked for, or for an agent item."""
+    cost_usd: float | None = None
+    """What the sample cost in dollars: as a cascade reported it (every tier asked), or the
+    completion tokens × `eval.usd_per_1m`; None when neither is known."""
+    cascade: CascadeTrace | None = None
+    """How a cascade answered (the tier, each tier's confidence, latency and cost:
+    `tuneloop.tiers`); None for a single model."""
 
     def to_json(self) -> dict[str, Any]:
         out = _versioned(self, super().to_json())
@@ -205,6 +212,12 @@ class SampleRow(Record):
             del out["confidence"]
         else:  # version 3: a reader that predates confidences refuses the row
             out["schema"] = "tuneloop.sample/3"
+        if self.cost_usd is None and self.cascade is None:
+            del out["cost_usd"], out["cascade"]
+        else:  # version 4: rows with a cost or a cascade's tier
+            out["schema"] = "tuneloop.sample/4"
+            if self.cascade is None:
+                del out["cascade"]
         return out
 
     @property
@@ -281,7 +294,7 @@ class EvalSummary(Record):
     """Settings and totals of one eval, written beside samples.jsonl."""
 
     KIND = "eval_summary"
-    VERSION = 4
+    VERSION = 5
 
     suite_path: str
     suite_revision: str
@@ -311,6 +324,9 @@ class EvalSummary(Record):
     replicas: list[ReplicaUse] = []
     """The replicas the eval was spread over (`endpoint` is the first), with the requests each
     answered in the last run; empty for a single endpoint (and then not written)."""
+    usd_per_1m: float | None = None
+    """The price per million completion tokens each row's `cost_usd` was computed with
+    (`eval.usd_per_1m`); None when rows carry no cost or a cascade reported its own."""
 
     def to_json(self) -> dict[str, Any]:
         out = _versioned(self, super().to_json())
@@ -322,6 +338,10 @@ class EvalSummary(Record):
             out["schema"] = "tuneloop.eval_summary/4"
         else:
             del out["sampling"]["logprobs"]
+        if self.usd_per_1m is not None:  # version 5: priced rows
+            out["schema"] = "tuneloop.eval_summary/5"
+        else:
+            del out["usd_per_1m"]
         return out
 
 

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from tuneloop.client.confidence import signal_value
 from tuneloop.errors import InputError
 from tuneloop.records import Record, canonical_json, sha256_bytes
 from tuneloop.samplelog import (
@@ -217,7 +218,7 @@ def _tier_arrays(
             value = said.count(said[0]) / len(mine) if said and len(mine) > 1 else None
         else:
             conf = first.confidence if first is not None else None
-            value = getattr(conf, signal) if conf is not None else None
+            value = signal_value(conf, signal) if conf is not None else None
         if value is None and needs_signal:
             how = (
                 "evaluate it with eval.n_samples > 1 at a temperature above 0"

@@ -37,6 +37,7 @@ from typing import Any
 
 from tuneloop.client.http import Http11Pool, HttpxTransport, TransportFailure, transport_for
 from tuneloop.envkeys import Redactor
+from tuneloop.tiers import CascadeTrace, read_trace
 
 _ERROR_BYTES = 16384
 """Bytes of an error body read for the message (which keeps its first 200 characters)."""
@@ -62,6 +63,8 @@ class Completion:
     latency_s: float
     logprobs: tuple[TokenLogprob, ...] | None = None
     """The answer's tokens with their log-probabilities, when the server returned them."""
+    cascade: CascadeTrace | None = None
+    """How a cascade server answered (`tuneloop.tiers`); None from a single model."""
 
 
 class RequestFailed(Exception):
@@ -113,6 +116,10 @@ def parse_response(body: bytes, latency_s: float, *, chat: bool) -> Completion:
         raise MalformedResponse(f"completion text is {type(text).__name__}, not a string")
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     finish = choice.get("finish_reason")
+    try:
+        cascade = read_trace(data)
+    except ValueError as err:
+        raise MalformedResponse(f"the cascade's trace is malformed: {err}") from None
     return Completion(
         text=text,
         finish_reason=finish if isinstance(finish, str) else None,
@@ -120,6 +127,7 @@ def parse_response(body: bytes, latency_s: float, *, chat: bool) -> Completion:
         completion_tokens=_int_or_none(usage.get("completion_tokens")),
         latency_s=latency_s,
         logprobs=_token_logprobs(choice.get("logprobs"), chat=chat),
+        cascade=cascade,
     )
 
 

@@ -265,6 +265,10 @@ class EvalConfig(Section):
     each sample row then records its `confidence` (mean token log-probability, smallest margin
     between the top two tokens) — the signals a cascade hands off on. A server that answers
     without them gives a harness error naming the endpoint, never a score."""
+    usd_per_1m: float | None = Field(default=None, ge=0)
+    """Price in dollars per million completion tokens of a single model under eval; each row
+    then records its `cost_usd` (the gate's `gate.cost` reads it). A cascade reports its own
+    cost per request (its tiers' prices) and ignores this."""
     metrics: list[str] = []
     """Further registered scorers run on every sample besides the item's own, recorded in the
     row by name (e.g. `tool_call_valid`, `tool_match`, `turns`); the report and the gate can

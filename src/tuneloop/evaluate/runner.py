@@ -58,7 +58,7 @@ from tuneloop.envkeys import Redactor
 from tuneloop.envs import is_agent_item
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.evaluate.agent import run_agent
-from tuneloop.evaluate.confidence import answer_confidence
+from tuneloop.client.confidence import answer_confidence
 from tuneloop.evaluate.plan import (
     Key,
     build_payload,
@@ -182,6 +182,7 @@ def evaluate(
             if agentic
             else None,
             metrics=list(settings.metrics),
+            usd_per_1m=settings.usd_per_1m,
         )
         items = {i: by_id[i] for i in ids}
         samples = Path(out_dir) / SAMPLES_FILE
@@ -345,6 +346,10 @@ async def _complete(
         )
         if run.summary.sampling.logprobs:
             fields["confidence"] = answer_confidence(done)
+        if done.cascade is not None:  # a cascade reports its tier and what it cost
+            fields.update(cascade=done.cascade, cost_usd=done.cascade.cost_usd)
+        else:
+            fields["cost_usd"] = _priced(run, done.completion_tokens)
         return fields, done.text, None
     base_seed = run.settings.seed
     ran = await run_agent(
@@ -358,8 +363,17 @@ async def _complete(
         completion_tokens=trace.completion_tokens,
         latency_s=round(ran.latency_s, 6),
         agent=trace,
+        cost_usd=_priced(run, trace.completion_tokens),
     )
     return fields, trace.answer, trace
+
+
+def _priced(run: _Run, completion_tokens: int | None) -> float | None:
+    """The sample's cost at `eval.usd_per_1m`; None without a price or a token count."""
+    price = run.summary.usd_per_1m
+    if price is None or completion_tokens is None:
+        return None
+    return completion_tokens * price / 1e6
 
 
 def _finish(run: _Run, out_dir: Path, lines: int, retries: int, started: float) -> EvalSummary:

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from tuneloop.client.completions import MalformedResponse, parse_response
-from tuneloop.evaluate.confidence import answer_confidence
+from tuneloop.client.confidence import answer_confidence
 from tuneloop.evaluate.plan import build_payload
 from tuneloop.samplelog import SampleRow, SamplingParams
 from tuneloop.suite.reader import SuiteItem

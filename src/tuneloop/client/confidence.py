@@ -12,6 +12,8 @@ log-probabilities although asked is a harness error for the row, never a score.
 
 from __future__ import annotations
 
+import math
+
 from tuneloop.client.completions import Completion, MalformedResponse
 from tuneloop.samplelog import Confidence
 
@@ -35,3 +37,11 @@ def answer_confidence(done: Completion) -> Confidence:
         min_margin=min(margins) if margins else None,
         tokens=n,
     )
+
+
+def signal_value(confidence: Confidence, signal: str) -> float:
+    """The value of a log-probability signal (`mean_logprob`, `min_margin`) of one answer, as
+    a cascade compares it with a hand-off threshold; an answer with no margin to measure (no
+    tokens, or one alternative) is as certain as can be: +inf."""
+    value = getattr(confidence, signal)
+    return math.inf if value is None else float(value)
