@@ -98,7 +98,9 @@ class Registry(Generic[T]):
 # The registries, each with the modules of its built-ins (imported on first use; see above).
 scorers: Registry[ScorerFactory] = Registry("scorer", "tuneloop.scorers", ("tuneloop.scorers",))
 serve_backends: Registry[ServeBackend] = Registry(
-    "serve backend", "tuneloop.serve_backends", ("tuneloop.serve.backends",)
+    "serve backend",
+    "tuneloop.serve_backends",
+    ("tuneloop.serve.backends", "tuneloop.cascade.serve"),
 )
 trainers: Registry[Trainer] = Registry("trainer", "tuneloop.trainers", ("tuneloop.train.methods",))
 ingesters: Registry[Ingester] = Registry(

@@ -9,10 +9,12 @@
 `serving(model, config)` looks `config.backend` up in the `serve_backends` registry
 (`embedded`, `vllm`, `external`, or a plugin) and yields an `Endpoint` once the server answers
 a health check and one real completion; on exit the server's whole process group is gone.
-`config` is loop.yaml's typed `serve` section (`ServeConfig`; None: its defaults, the embedded
-backend); each backend reads its own part of it (embedded: the `ServerConfig` keys; vllm:
-`serve.vllm`; external: `serve.external`). What a backend is asked and returns, and why pre
-and post share one `Decoding`, is `tuneloop.endpoint`.
+A `model` that is a cascade descriptor file (`kind: cascade`, JSON) is served by the
+`cascade` backend (`tuneloop.cascade.serve`: its local tiers by `config.backend`, the cascade
+server in front). `config` is loop.yaml's typed `serve` section (`ServeConfig`; None: its
+defaults, the embedded backend); each backend reads its own part of it (embedded: the
+`ServerConfig` keys; vllm: `serve.vllm`; external: `serve.external`). What a backend is asked
+and returns, and why pre and post share one `Decoding`, is `tuneloop.endpoint`.
 
 Why here and not in the serve phase: the loop serves the arms it evaluates and the replay phase
 serves its embedded teachers, and a phase never imports another phase; so `serving` sits below
@@ -29,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tuneloop.cascade.spec import is_cascade_file
 from tuneloop.config import ServeConfig
 from tuneloop.endpoint import Arm, Decoding, Endpoint
 from tuneloop.errors import InputError
@@ -66,7 +69,9 @@ def serving(
     (`vllm`); the endpoint's model is then the adapter's name (`tuneloop.serve.adapter`).
     """
     config = config if config is not None else ServeConfig()
-    start = serve_backends.get(config.backend)  # a ServeBackend (tuneloop.endpoint)
+    # a cascade descriptor file is served by the cascade backend, its tiers by config.backend
+    backend = "cascade" if is_cascade_file(model) else config.backend
+    start = serve_backends.get(backend)  # a ServeBackend (tuneloop.endpoint)
     extra: dict[str, Path] = {}
     if adapter is not None:
         if not serves_adapters(config.backend):

@@ -44,7 +44,12 @@ if TYPE_CHECKING:
 
 @settings_options(ServerConfig, param="config", defaults={"port": 8000})
 def serve(
-    model_dir: Annotated[Path, typer.Argument(help="A transformers model folder.")],
+    model_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="A transformers model folder, or a cascade descriptor (JSON, kind: cascade)."
+        ),
+    ],
     served_model_name: Annotated[
         str | None, typer.Option(help="Name clients request; defaults to MODEL_DIR's folder name.")
     ] = None,
@@ -69,8 +74,20 @@ def serve(
 ) -> None:
     """Serve MODEL_DIR at http://HOST:PORT/v1 (chat and text completions, batched).
 
-    The settings options are loop.yaml's `serve:` keys for the embedded server.
+    The settings options are loop.yaml's `serve:` keys for the embedded server. A cascade
+    descriptor is served as one endpoint: its local tiers on ports of their own, the cascade
+    in front on HOST:PORT (each answer names its tier; put `tuneloop proxy --log-dir` in front
+    to log them).
     """
+    from tuneloop.cascade.spec import is_cascade_file
+
+    if is_cascade_file(model_dir):
+        if traffic_log is not None:
+            raise InputError(
+                "--traffic-log: a cascade is logged by `tuneloop proxy --log-dir` in front of it"
+            )
+        _serve_cascade(model_dir, config)
+        return
     from tuneloop.serve.embedded import ServerSettings, run_server  # FastAPI
 
     if not (model_dir / "config.json").is_file():
@@ -96,6 +113,26 @@ def serve(
     rc = run_server(str(model_dir), settings)
     if rc:
         raise typer.Exit(rc)
+
+
+def _serve_cascade(descriptor: Path, config: ServerConfig) -> None:
+    """Serve the cascade in the foreground until SIGINT or SIGTERM."""
+    import signal
+    import threading
+
+    from tuneloop.cascade.serve import serve_cascade
+    from tuneloop.cascade.spec import load_cascade
+    from tuneloop.config import ServeConfig
+
+    spec = load_cascade(descriptor)
+    serve = ServeConfig.model_validate(config.model_dump())
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with serve_cascade(spec, serve) as ep:
+        tiers = ", ".join(t.name for t in spec.tiers)
+        typer.echo(f"serving cascade {ep.model!r} ({tiers}) on {ep.base_url}", err=True)
+        stop.wait()
 
 
 def _token_ids(text: str | None) -> tuple[int, ...] | None:
