@@ -82,7 +82,8 @@ def test_the_cheapest_setting_as_accurate_as_the_best_tier(tmp_path: Path) -> No
     assert d is not None and d["kind"] == "cascade"
     assert d["composition_sha256"] == record.chosen_sha256
     first, last = d["components"]
-    assert (first["name"], first["signal"], first["threshold"]) == ("small", "mean_logprob", -2.0)
+    # served midway between the chosen -2.0 and the next lower confidence, -3.0: same items kept
+    assert (first["name"], first["signal"], first["threshold"]) == ("small", "mean_logprob", -2.5)
     assert last["name"] == "big" and "threshold" not in last
 
 

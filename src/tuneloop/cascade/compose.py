@@ -53,6 +53,9 @@ class Tier:
     log: Path
     usd_per_1m: float
     """Price per million completion tokens."""
+    path: Path | None = None
+    """The model folder that answered the log, when the descriptor should serve it from
+    there (else the log's own record: the loop's served artifact, or its endpoint)."""
 
 
 class _Row(BaseModel):
@@ -171,35 +174,60 @@ def compose_logs(
         chosen_sha256=sealed,
         reason=reason,
         descriptor=(
-            _descriptor(logs, figures, signal, chosen, sealed)
+            _descriptor(tiers, logs, figures, signal, _served(chosen, confs), sealed)
             if chosen is not None and all(math.isfinite(t) for t in chosen.thresholds)
             else None  # +inf hands every item on: that tier alone, not a cascade
         ),
     )
 
 
+def _served(chosen: CascadeOutcome, confs: Sequence[np.ndarray]) -> list[float]:
+    """The thresholds a served cascade gets: each midway between the chosen one (the lowest
+    confidence it keeps) and the next lower confidence of its tier on these items — the same
+    items kept, with the widest margin either side for a confidence served a hair off its
+    logged value (batching, another kernel)."""
+    out = []
+    for t, conf in zip(chosen.thresholds, confs, strict=False):
+        below = conf[conf < t]
+        out.append(float((below.max() + t) / 2) if below.size else float(t))
+    return out
+
+
 def _descriptor(
+    given: Sequence[Tier],
     logs: Sequence[tuple[EvalSummary, list[SampleRow]]],
     tiers: list[TierFigures],
     signal: Signal,
-    chosen: CascadeOutcome,
+    thresholds: list[float],
     sealed: str | None,
 ) -> dict[str, Any]:
     components = []
-    for i, ((summary, _), tier) in enumerate(zip(logs, tiers, strict=True)):
+    for i, (tier, (summary, _), figures) in enumerate(zip(given, logs, tiers, strict=True)):
+        artifact = summary.served_as.artifact if summary.served_as is not None else None
+        if tier.path is not None:
+            where: dict[str, Any] = {"path": str(tier.path)}
+        elif artifact is not None and artifact.kind == "model":
+            where = {"path": artifact.path, "sha256": artifact.sha256}
+        else:
+            where = {"endpoint": summary.endpoint, "model": summary.model}
         last = i == len(tiers) - 1
         components.append(
             {
                 "role": f"tier-{i + 1}",
-                "name": tier.name,
-                "model": summary.model,
-                "endpoint": summary.endpoint,
-                "usd_per_1m": tier.usd_per_1m,
+                "name": figures.name,
+                **where,
+                "usd_per_1m": figures.usd_per_1m,
                 # the last tier always answers
-                **({} if last else {"signal": signal, "threshold": chosen.thresholds[i]}),
+                **({} if last else {"signal": signal, "threshold": thresholds[i]}),
             }
         )
-    return {"kind": "cascade", "components": components, "composition_sha256": sealed}
+    name = "-".join(t.name for t in tiers)
+    return {
+        "kind": "cascade",
+        "name": name,
+        "components": components,
+        "composition_sha256": sealed,
+    }
 
 
 def _tier_arrays(
