@@ -49,6 +49,18 @@ ledger's reader, with the reason. Empty: every such read is a typed row of `gate
 
 NOT_ARTIFACTS: dict[tuple[str, str], str] = {
     # (file under src/tuneloop, enclosing function): what it reads, and why it is raw
+    ("cascade_spec.py", "load_cascade"): (
+        "a cascade descriptor (a user's file, or compose's), typed by read_cascade: a champion "
+        "descriptor is a free-form mapping the ledger stores as is"
+    ),
+    ("cascade_spec.py", "is_cascade_file"): "sniffs `kind` of a JSON file given as a model",
+    ("loop/cascade.py", "cascade_champion"): (
+        "the composed descriptor, copied into the ledger as the champion's (a mapping)"
+    ),
+    ("serve/cascade/app.py", "read_plan"): (
+        "the serving plan its parent wrote a moment ago for this process; the descriptor in it "
+        "is typed by read_cascade"
+    ),
     (
         "loop/base_overlay.py",
         "build_overlay",

@@ -100,7 +100,7 @@ scorers: Registry[ScorerFactory] = Registry("scorer", "tuneloop.scorers", ("tune
 serve_backends: Registry[ServeBackend] = Registry(
     "serve backend",
     "tuneloop.serve_backends",
-    ("tuneloop.serve.backends", "tuneloop.cascade.serve"),
+    ("tuneloop.serve.backends", "tuneloop.serve.cascade.backend"),
 )
 trainers: Registry[Trainer] = Registry("trainer", "tuneloop.trainers", ("tuneloop.train.methods",))
 ingesters: Registry[Ingester] = Registry(

@@ -10,8 +10,8 @@
 (`embedded`, `vllm`, `external`, or a plugin) and yields an `Endpoint` once the server answers
 a health check and one real completion; on exit the server's whole process group is gone.
 A `model` that is a cascade descriptor file (`kind: cascade`, JSON) is served by the
-`cascade` backend (`tuneloop.cascade.serve`: its local tiers by `config.backend`, the cascade
-server in front). `config` is loop.yaml's typed `serve` section (`ServeConfig`; None: its
+`cascade` backend (`tuneloop.serve.cascade.backend`: its local tiers by `config.backend`,
+the cascade server in front). `config` is loop.yaml's typed `serve` section (`ServeConfig`; None: its
 defaults, the embedded backend); each backend reads its own part of it (embedded: the
 `ServerConfig` keys; vllm: `serve.vllm`; external: `serve.external`). What a backend is asked
 and returns, and why pre and post share one `Decoding`, is `tuneloop.endpoint`.
@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tuneloop.cascade.spec import is_cascade_file
+from tuneloop.cascade_spec import is_cascade_file
 from tuneloop.config import ServeConfig
 from tuneloop.endpoint import Arm, Decoding, Endpoint
 from tuneloop.errors import InputError

@@ -1,7 +1,7 @@
 """What a served cascade says about how it answered: the tier, each tier's confidence, latency
 and cost — on the wire, in the sample log and in the traffic log alike.
 
-A cascade server (`tuneloop serve --cascade`, `tuneloop.cascade.serve`) answers an ordinary
+A cascade server (`tuneloop serve CASCADE.json`, `tuneloop.serve.cascade`) answers an ordinary
 OpenAI-compatible request and adds, beside `choices`, one field (clients ignore fields they do
 not know; the OpenAI Python client keeps it in `model_extra`):
 

@@ -103,7 +103,7 @@ def test_the_composed_descriptor_names_the_tiers_folders_and_is_servable(
     tiers = [Tier(n, tier_logs[n], PRICES[n], path=TIERS[n]) for n in TIERS]
     record = compose_logs(tiers, objective="min_cost_non_inferior", epsilon=0.5)
     assert record.descriptor is not None
-    from tuneloop.cascade.spec import read_cascade
+    from tuneloop.cascade_spec import read_cascade
 
     spec = read_cascade(record.descriptor, "composition.json")
     assert [t.path for t in spec.tiers] == [str(TIERS["base"]), str(TIERS["adder"])]

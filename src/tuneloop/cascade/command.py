@@ -1,18 +1,24 @@
-"""`tuneloop compose`: a thin typer wrapper (numpy loads inside the command)."""
+"""`tuneloop compose`: a thin typer wrapper (numpy loads inside the command) that writes
+composition.json and frontier.svg and prints the frontier."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tuneloop.cascade.plot import frontier_svg, shown_rows, thresholds_text
 from tuneloop.config import SlicingConfig, parse_slice_fractions
 from tuneloop.errors import InputError, require_writable_dir
-from tuneloop.records import write_record
+from tuneloop.records import atomic_write_text, write_record
 from tuneloop.suite import load_suite, resolve_slice
 
+if TYPE_CHECKING:
+    from tuneloop.cascade.compose import CompositionRecord
+
 COMPOSITION_FILE = "composition.json"
+FRONTIER_FILE = "frontier.svg"
 
 
 def _tier(arg: str, prices: dict[str, float]) -> tuple[str, Path, float]:
@@ -46,7 +52,7 @@ def compose(
         list[str],
         typer.Option(help="NAME=USD per million completion tokens, once per tier."),
     ],
-    out: Annotated[Path, typer.Option(help="Folder for composition.json.")],
+    out: Annotated[Path, typer.Option(help="Folder for composition.json and frontier.svg.")],
     signal: Annotated[
         str,
         typer.Option(
@@ -77,10 +83,8 @@ def compose(
     ] = "dev=0.5,gate=0.5",
 ) -> None:
     """A cascade's accuracy/cost frontier from each tier's own sample log, and the threshold
-    a declared objective picks — no model is called. Choose on validation items only."""
-    from rich.console import Console
-    from rich.table import Table
-
+    a declared objective picks — no model is called. Choose on validation items only. Writes
+    composition.json and frontier.svg (the frontier drawn) to --out."""
     from tuneloop.cascade.compose import Tier, compose_logs  # numpy
 
     if signal not in ("mean_logprob", "min_margin", "agreement"):
@@ -110,20 +114,54 @@ def compose(
     )
     out.mkdir(parents=True, exist_ok=True)
     write_record(out / COMPOSITION_FILE, record)
-    table = Table(
-        "thresholds", "accuracy", "$ per item", "coverage", title="accuracy/cost frontier"
-    )
-    for p in record.frontier:
-        mark = " ✓" if record.chosen is not None and p == record.chosen else ""
+    atomic_write_text(out / FRONTIER_FILE, frontier_svg(record))
+    _print(record)
+    print(f"wrote {out / COMPOSITION_FILE} and {out / FRONTIER_FILE}")
+
+
+def _print(record: CompositionRecord) -> None:
+    """The frontier (thinned to 15 rows: both ends, the choice, and evenly between; the row
+    numbers show what was left out), each tier alone, and the choice with its reason."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    front = record.frontier
+    chosen = front.index(record.chosen) if record.chosen in front else None
+    rows = shown_rows(len(front), chosen)
+    names = escape(", ".join(t.name for t in record.tiers))
+    title, caption = "accuracy/cost frontier, cheapest first", f"{names}: share of items answered"
+    if len(rows) < len(front):
+        title += f" ({len(rows)} of {len(front)} shown)"
+        caption += f"; all {len(front)} in {COMPOSITION_FILE}"
+    table = Table(title=title, caption=caption)
+    table.add_column("#", justify="right")
+    table.add_column("thresholds", no_wrap=True)
+    table.add_column("accuracy", justify="right")
+    table.add_column("$/item", justify="right", no_wrap=True)
+    for t in record.tiers:
+        table.add_column(escape(t.name), justify="right")
+    if chosen is not None:
+        table.add_column("")
+    for i in rows:
+        p = front[i]
         table.add_row(
-            ", ".join(f"{t:.3g}" for t in p.thresholds) + mark,
+            str(i + 1),
+            thresholds_text(p.thresholds),
             f"{p.accuracy:.1%}",
             f"{p.cost:.3g}",
-            " / ".join(f"{c:.0%}" for c in p.coverage),
+            *(f"{c:.0%}" for c in p.coverage),
+            *([] if chosen is None else ["chosen" if i == chosen else ""]),
+            style="bold" if i == chosen else None,
         )
+    alone = Table(title="each tier alone")
+    for name in ("tier", "model", "$/1M tokens", "accuracy", "$/item"):
+        alone.add_column(name, justify="left" if name in ("tier", "model") else "right")
+    for t in record.tiers:
+        figures = (f"{t.usd_per_1m:g}", f"{t.accuracy:.1%}", f"{t.cost:.3g}")
+        alone.add_row(escape(t.name), escape(t.model), *figures)
     console = Console()
     console.print(table)
-    for t in record.tiers:
-        console.print(f"{t.name} alone: {t.accuracy:.1%} at ${t.cost:.3g} per item")
-    console.print(f"chosen: {record.reason}")
-    console.print(f"wrote {out / COMPOSITION_FILE}")
+    console.print(alone)
+    said = "chosen: " if record.chosen is not None else "nothing chosen: "
+    console.print(said + record.reason, markup=False)

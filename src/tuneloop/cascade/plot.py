@@ -69,7 +69,7 @@ def frontier_svg(record: CompositionRecord) -> str:
     costs = [p.cost for p in record.frontier] + [t.cost for t in record.tiers]
     accs = [p.accuracy for p in record.frontier] + [t.accuracy for t in record.tiers]
     costs += [] if budget is None else [budget]
-    accs += [] if floor is None else [floor[0]]
+    accs += [] if floor is None else [max(floor[0], 0.0)]
     pad = max((max(accs, default=1.0) - min(accs, default=0.0)) * 0.08, 0.01)
     ax = _Axes(
         xhi=max(costs, default=0.0) * 1.08 or 1.0,
@@ -83,7 +83,7 @@ def frontier_svg(record: CompositionRecord) -> str:
         out.append(f'<line x1="{_n(x)}" x2="{_n(x)}" y1="{Y1}" y2="{Y0}" class="zero budget"/>')
         labels.taken.append((x - 1, Y1, x + 1, Y0))
     if floor is not None:
-        y = ax.y(floor[0])
+        y = ax.y(max(floor[0], 0.0))  # below 0 (ε ≥ the best accuracy) every setting is in
         out.append(f'<line x1="{X0}" x2="{X1}" y1="{_n(y)}" y2="{_n(y)}" class="zero floor"/>')
         labels.taken.append((X0, y - 1, X1, y + 1))
     out += _frontier(record.frontier, ax, labels)
@@ -106,7 +106,7 @@ def frontier_svg(record: CompositionRecord) -> str:
         spots = [(x - 4, Y1 + 12, "end"), (x + 4, Y1 + 12, "start")]
         out.append(labels.place(text, spots + [(x + 4, Y0 - 6, "start")], "budget-label"))
     if floor is not None:
-        y = ax.y(floor[0])
+        y = ax.y(max(floor[0], 0.0))
         spots = [(X0 + 4, y + 14, "start"), (X0 + 4, y - 5, "start"), (X1 - 4, y + 14, "end")]
         out.append(labels.place(floor[1], spots + [(X1 - 4, y - 5, "end")], "floor-label"))
     return "".join([*out, "</svg>\n"])
@@ -196,7 +196,7 @@ def _frontier(front: Sequence[Point], ax: _Axes, labels: _Labels) -> list[str]:
 
 def _chosen(chosen: Point | None, ax: _Axes, labels: _Labels) -> str:
     if chosen is None:
-        spots = [(X1 - 4, Y1 + 12, "end"), (X0 + 4, Y1 + 12, "start"), (X1 - 4, Y0 - 6, "end")]
+        spots: list[Spot] = [(X1 - 4, Y1 + 12, "end"), (X0 + 4, Y1 + 12, "start")]
         return labels.place("nothing chosen: no setting meets the objective", spots, "pick")
     x, y = ax.x(chosen.cost), ax.y(chosen.accuracy)
     text = (
@@ -215,6 +215,10 @@ def _chosen(chosen: Point | None, ax: _Axes, labels: _Labels) -> str:
 
 Box = tuple[float, float, float, float]
 """left, top, right, bottom in pixels."""
+
+
+Spot = tuple[float, float, str]
+"""Where a label may go: x, baseline y, text-anchor (start: it runs right of x)."""
 
 
 @dataclass
@@ -244,10 +248,6 @@ class _Labels:
             f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}" class="halo {cls}">'
             f"{escape(text)}</text>"
         )
-
-
-Spot = tuple[float, float, str]
-"""Where a label may go: x, baseline y, text-anchor (start: it runs right of x)."""
 
 
 def _overlap(a: Box, b: Box) -> bool:

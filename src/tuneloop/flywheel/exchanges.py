@@ -11,6 +11,10 @@ A traffic log is JSON lines of two kinds, in `traffic.jsonl` and its rotations
     {"type": "feedback", "completion_id": "chatcmpl-…", "verdict": "up" | "down",
      "correction": "…" | null, "score": 0.5 | null, "timestamp": "2026-12-01T12:01:40Z"}
 
+An exchange answered by a cascade is version 2 of the line, `"schema": "tuneloop.traffic/2"`
+with its trace in `cascade` (or `cascade_error` when the upstream's trace was malformed:
+`serve/traffic/exchange.py`); a line of a newer schema is skipped (upgrade tuneloop).
+
 A timestamp is ISO 8601 (as `serve.traffic.log` writes it; no zone means UTC) or unix
 seconds; a streamed response (a list of `chat.completion.chunk` objects) takes its id from
 the first chunk. A text completion (`/v1/completions`: a request with a `prompt` and no
@@ -43,7 +47,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from tuneloop.errors import InputError
+from tuneloop.tiers import CascadeTrace
+
+TRAFFIC_SCHEMAS = ("tuneloop.traffic/2",)
+"""Exchange-line schemas this reader knows; a line without one is version 1."""
 
 _ROTATED = re.compile(r"traffic-(\d+)\.jsonl")
 _LOG = logging.getLogger("tuneloop.flywheel")
@@ -61,6 +71,10 @@ class Exchange:
     """The body as sent: `model`, `messages` (or a text completion's `prompt`), `metadata`."""
     choices: int = 1
     """How many choices the response holds (feedback may name one: `<id>#<n>`)."""
+    cascade: CascadeTrace | None = None
+    """How a cascade answered it (line version 2); None from a single model."""
+    cascade_error: str | None = None
+    """Why the cascade's trace was not recorded (malformed), or not read back; else None."""
 
     @property
     def is_chat(self) -> bool:
@@ -204,12 +218,35 @@ def parse_line(obj: dict[str, Any], where: str) -> Exchange | FeedbackLine:
     if isinstance(response, list) and response:  # streamed: chat.completion.chunk objects
         response = response[0]
     completion_id = response.get("id") if isinstance(response, dict) else None
+    cascade, cascade_error = _cascade(obj, where)
     return Exchange(
         timestamp=when,
         completion_id=completion_id if isinstance(completion_id, str) else None,
         request=request,
         choices=_choices(chunks),
+        cascade=cascade,
+        cascade_error=cascade_error,
     )
+
+
+def _cascade(obj: dict[str, Any], where: str) -> tuple[CascadeTrace | None, str | None]:
+    """The cascade trace of an exchange line and why there is none when there should be; a
+    line of a version this code does not know is refused (InputError: skipped, counted)."""
+    schema = obj.get("schema")
+    if schema is not None and schema not in TRAFFIC_SCHEMAS:
+        raise InputError(
+            f"{where}: exchange line of schema {schema!r}, newer than this tuneloop reads "
+            f"({', '.join(TRAFFIC_SCHEMAS)}); upgrade tuneloop"
+        )
+    error = obj.get("cascade_error")
+    if obj.get("cascade") is None:
+        return None, error if isinstance(error, str) else None
+    try:
+        return CascadeTrace.model_validate(obj["cascade"]), None
+    except ValidationError as err:  # written validated: only an edited or foreign line
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        return None, f"cascade.{loc}: {first['msg']} (not read back)"
 
 
 def _choices(chunks: list[Any]) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tuneloop.flywheel.features import FeatureDrift
 from tuneloop.flywheel.status import FlywheelStatus
+from tuneloop.flywheel.tier_traffic import TierTraffic
 from tuneloop.flywheel.triggers import TriggerDecision
 
 _LABEL = 10
@@ -55,6 +56,8 @@ def render_status(status: FlywheelStatus) -> str:
     )
     lines.append(_line("labels", f"{t.new_labels} new labelled rows{orphans}"))
     lines.extend(_drift_lines(status.drift))
+    if status.tiers is not None:
+        lines.extend(_tier_lines(status.tiers))
     lines.append(_line("audit", _audit_text(status)))
     lines.extend(_trigger_lines(status.triggers))
     return "\n".join(lines)
@@ -69,6 +72,40 @@ def _drift_lines(drift: list[FeatureDrift]) -> list[str]:
         else:
             text = f"{d.feature:<{width}}  PSI {d.psi:.3f}  {d.band}"
         out.append(_line("drift" if i == 0 else "", text))
+    return out
+
+
+def _tier_lines(t: TierTraffic) -> list[str]:
+    """The per-tier table, its header first, then the first tier's confidence drift."""
+    total = t.traced + t.untraced
+    malformed = f"; {t.malformed} malformed traces, not counted" if t.malformed else ""
+    out = [_line("cascade", f"{t.traced} of {total} recent exchanges traced{malformed}")]
+    width = max((len(f.tier) for f in t.tiers), default=0)
+    width = max(width, len("tier"))
+    if t.tiers:
+        out.append(
+            _line(
+                "",
+                f"{'tier':<{width}}  answered  coverage  asked  mean cost    mean latency",
+            )
+        )
+    for f in t.tiers:
+        out.append(
+            _line(
+                "",
+                f"{f.tier:<{width}}  {f.answered:>8}  {f.coverage:>8.1%}  {f.asked:>5}  "
+                f"${f.mean_cost_usd:<10.3g}  {f.mean_latency_s:.3f} s",
+            )
+        )
+    c = t.confidence
+    if c.psi is None:
+        text = f"{c.tier or '-'}  not measured: {c.note}"
+    else:
+        text = (
+            f"{c.tier}  PSI {c.psi:.3f}  {c.band} (later {c.recent} against earlier "
+            f"{c.reference} requests, {c.bins} quantile bins)"
+        )
+    out.append(_line("confidence", text))
     return out
 
 

@@ -1,4 +1,5 @@
-"""Where the flywheel stands: the champion, new labels, drift, audit accuracy, triggers.
+"""Where the flywheel stands: the champion, new labels, drift, audit accuracy, triggers, and
+for a served cascade its recent traffic per tier (`tier_traffic`).
 
     status = gather_status(cfg.flywheel, ledger_path=ledger, last_round=last, suite=suite,
                            pacing=pacing, now=time.time())
@@ -28,6 +29,7 @@ from tuneloop.config.flywheel import FlywheelConfig
 from tuneloop.errors import InputError
 from tuneloop.flywheel.exchanges import count_new_labels, read_traffic, recent_exchanges
 from tuneloop.flywheel.features import FeatureDrift, measure_drift, tag_index
+from tuneloop.flywheel.tier_traffic import TierTraffic, measure_tiers
 from tuneloop.flywheel.triggers import Observations, PacingState, TriggerDecision, evaluate_triggers
 from tuneloop.records import Record
 from tuneloop.suite import SuiteItem
@@ -89,7 +91,7 @@ class FlywheelStatus(Record):
     """One look at the flywheel (`tuneloop status --json`)."""
 
     KIND = "flywheel_status"
-    VERSION = 1
+    VERSION = 2
 
     at: str
     """ISO-8601 UTC time of the look."""
@@ -106,6 +108,17 @@ class FlywheelStatus(Record):
     """The champion's accuracy on the audit part; None when no audit log was given."""
     triggers: TriggerDecision
     """Which triggers would fire now, and what pacing says."""
+    tiers: TierTraffic | None = None
+    """A served cascade's recent traffic per tier and its first tier's confidence drift
+    (`flywheel.tier_traffic`); None when no recent exchange carries a cascade trace.
+    Version 2 of the record; a status without it is written as version 1."""
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        if self.tiers is None:  # as before cascades: readers of version 1 still read it
+            del out["tiers"]
+            out["schema"] = "tuneloop.flywheel_status/1"
+        return out
 
 
 @dataclass(frozen=True)
@@ -234,4 +247,5 @@ def gather_status(
         triggers=evaluate_triggers(
             observed, flywheel.triggers, pacing, now, poll_s=flywheel.poll_s
         ),
+        tiers=measure_tiers(recent, min_requests=flywheel.triggers.drift_min_requests),
     )

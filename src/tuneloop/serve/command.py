@@ -79,7 +79,7 @@ def serve(
     in front on HOST:PORT (each answer names its tier; put `tuneloop proxy --log-dir` in front
     to log them).
     """
-    from tuneloop.cascade.spec import is_cascade_file
+    from tuneloop.cascade_spec import is_cascade_file
 
     if is_cascade_file(model_dir):
         if traffic_log is not None:
@@ -120,9 +120,9 @@ def _serve_cascade(descriptor: Path, config: ServerConfig) -> None:
     import signal
     import threading
 
-    from tuneloop.cascade.serve import serve_cascade
-    from tuneloop.cascade.spec import load_cascade
+    from tuneloop.cascade_spec import load_cascade
     from tuneloop.config import ServeConfig
+    from tuneloop.serve.cascade.backend import serve_cascade
 
     spec = load_cascade(descriptor)
     serve = ServeConfig.model_validate(config.model_dump())

@@ -9,7 +9,7 @@ Every function cites its method in its module docstring:
   Phipson & Smyth 2010 correction)
 - `bootstrap`: `paired_bootstrap_ci` (items resampled; percentile or BCa), `bootstrap_means`
 - `power`: `min_detectable_effect`, `items_needed` (paired differences, Miller 2024)
-- `drift`: `psi` (population stability index)
+- `drift`: `psi` (population stability index), `sample_psi` (over quantile bins of a sample)
 - `multiplicity`: `holm_adjust` (Holm 1979 step-down, family-wise error)
 - `selection`: `default_stays`, `best_mean` (one arm among several on the same items: paired
   advantage, exact sign test, per-tag non-inferiority), `holm_choice` (Holm 1979 step-down
@@ -26,7 +26,7 @@ from tuneloop.stats.bootstrap import (
     paired_bootstrap_ci,
     percentile_interval,
 )
-from tuneloop.stats.drift import psi
+from tuneloop.stats.drift import psi, quantile_edges, sample_psi
 from tuneloop.stats.multiplicity import holm_adjust
 from tuneloop.stats.paired import RIGHT_THRESHOLD, FlipCounts, cohens_dz, flip_counts, sign_test
 from tuneloop.stats.passk import pass_at_k, pass_at_k_curve, pass_at_k_matrix
@@ -90,6 +90,8 @@ __all__ = [
     "pass_at_k_matrix",
     "percentile_interval",
     "psi",
+    "quantile_edges",
+    "sample_psi",
     "sign_test",
     "wilson_interval",
 ]

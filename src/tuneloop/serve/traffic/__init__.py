@@ -6,7 +6,8 @@
 Written by the proxy (`serve/proxy/`) and, with `--traffic-log`, the embedded server; read by
 the `openai_chat` ingester and the flywheel. Modules: `middleware` (the ASGI middleware and
 `POST /v1/feedback`), `log` (the writer thread: scrub, group commit, rotation, the id index),
-`files` (the folder: names, lock, rotated files, ids on disk).
+`exchange` (one exchange line, and the cascade trace it carries), `files` (the folder: names,
+lock, rotated files, ids on disk).
 """
 
 from tuneloop.serve.traffic.log import TrafficLog, TrafficLogError

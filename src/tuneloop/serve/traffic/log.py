@@ -4,7 +4,8 @@
 
     {"timestamp": ISO 8601, "request": {chat body}, "response": {chat.completion}}
 
-(a streamed response is the list of its `chat.completion.chunk` objects), and one line per
+(a streamed response is the list of its `chat.completion.chunk` objects; an answer from a
+cascade adds its validated trace, `exchange.py`), and one line per
 piece of feedback, `{"type": "feedback", "completion_id", "verdict"/"score"/"correction",
 "timestamp"}` — the shape the `openai_chat` ingester reads and joins (`tuneloop ingest
 --format openai_chat DIR/traffic.jsonl`, or a corpus source). HTTP is `middleware.py`; this module
@@ -54,6 +55,7 @@ from typing import Any, Literal
 
 from tuneloop.records import fsync_dir
 from tuneloop.scrub import Scrubber
+from tuneloop.serve.traffic.exchange import exchange_line
 from tuneloop.serve.traffic.files import (
     LOG_NAME,
     REJECTS,
@@ -119,6 +121,7 @@ class TrafficLog:
         self._lock_fd: int | None = None
         self._size = 0
         self._closed = False
+        self._warned_trace = False
         try:
             self._lock_fd = lock_folder(self.dir)
             self._open()
@@ -139,7 +142,11 @@ class TrafficLog:
         cid = completion_id(response)
         if cid is not None:
             self.remember(cid)
-        line = {"timestamp": now_iso(), "request": request, "response": response}
+        line = exchange_line(request, response, now_iso())
+        if "cascade" in line:
+            self._count("cascade_traces")
+        elif "cascade_error" in line:
+            self._malformed_trace(line["cascade_error"])
         self._queue.put(_Item("line", line))
         return True
 
@@ -154,6 +161,20 @@ class TrafficLog:
         line = {"type": "feedback", "completion_id": cid, **fields, "timestamp": now_iso()}
         self._queue.put(_Item("line", line, done))
         return done
+
+    def _malformed_trace(self, why: str) -> None:
+        """Count a malformed cascade trace; warn about the first (an upstream that writes
+        them writes them all: the count on /health says how many)."""
+        self._count("cascade_malformed")
+        if not self._warned_trace:
+            self._warned_trace = True
+            with self._scrub_lock:
+                _LOG.warning(
+                    "an upstream's cascade trace is malformed (%s); the exchange is logged "
+                    "without it, and further ones are counted in /health's "
+                    "traffic.counts.cascade_malformed",
+                    self._scrubber.text(why),
+                )
 
     def reject(self, reason: str, body: Any) -> None:
         """Record refused feedback in `rejects/feedback.jsonl` and the server log."""

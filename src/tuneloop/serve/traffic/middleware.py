@@ -6,7 +6,9 @@ What it adds (the file side — scrubbing, fsync, rotation, the id index — is 
   `/v1/completions` exchange (request body + response object, or the chunk list of a streamed
   `text/event-stream` response) to the log, and every `POST /v1/responses` as the chat
   exchange it amounts to (request translated, the whole Response — a stream's last event —
-  as a `chat.completion`, its id the response's: `serve/responses.py`), and merges
+  as a `chat.completion`, its id the response's: `serve/responses.py`) — a cascade's trace
+  (`tuneloop_cascade`, on the body or on a streamed chunk) recorded beside it, validated, or a
+  note when it is malformed (`exchange.py`; never an error of the request) — and merges
   `"traffic": log.health()` into the JSON body of `GET /health`, so a full disk shows up
   where monitoring looks;
 - `POST /v1/feedback` with `{"completion_id", "verdict": "up"|"down", "score": 0..1,
@@ -41,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tuneloop.serve.api_error import ApiError
 from tuneloop.serve.traffic.files import completion_id
 from tuneloop.serve.traffic.log import TrafficLog, TrafficLogError
+from tuneloop.tiers import CASCADE_FIELD
 
 __all__ = ["FeedbackBody", "TrafficMiddleware", "install_traffic"]
 
@@ -213,7 +216,10 @@ def _as_chat(body: Any, answer: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     chat = chat_request(body)
     chat.pop("stream", None)
     chat.pop("stream_options", None)
-    return chat, as_chat_completion(response)
+    completion = as_chat_completion(response)
+    if response.get(CASCADE_FIELD) is not None:  # a cascade's trace stays with its exchange
+        completion[CASCADE_FIELD] = response[CASCADE_FIELD]
+    return chat, completion
 
 
 def _headers(message: Message) -> dict[str, str]:

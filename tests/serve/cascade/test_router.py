@@ -13,14 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.cascade.stub_tiers import descriptor, tier_app
+from tests.serve.cascade.stub_tiers import descriptor, tier_app
 from tests.serve.upstreams import running
-from tuneloop.cascade.app import create_cascade_app
-from tuneloop.cascade.router import Router, TierEndpoint
-from tuneloop.cascade.spec import read_cascade
+from tuneloop.cascade_spec import read_cascade
 from tuneloop.errors import InputError
 from tuneloop.evaluate import EvalSettings, evaluate
 from tuneloop.samplelog import load_sample_log
+from tuneloop.serve.cascade.app import create_cascade_app
+from tuneloop.serve.cascade.router import Router, TierEndpoint
 from tuneloop.serve.lifecycle import free_port
 from tuneloop.tiers import CASCADE_FIELD, TIER_HEADER, CascadeTrace
 

@@ -16,7 +16,7 @@ say what it says reaches the threshold. This is the rule `tuneloop.stats.cascade
 applies to logged answers, so a greedy cascade served here gives per item the answer
 composition predicted (tests/cascade/test_serving.py checks it).
 
-Rule routing asks only the tier the first matching rule names (`spec.py`), without
+Rule routing asks only the tier the first matching rule names (`tuneloop.cascade_spec`), without
 confidences.
 
 The answer is the answering tier's own body (its `usage`, its `id`), with `model` set to the
@@ -38,7 +38,7 @@ from typing import Any
 
 import httpx
 
-from tuneloop.cascade.spec import CascadeSpec, Rule, TierSpec
+from tuneloop.cascade_spec import CascadeSpec, Rule, TierSpec
 from tuneloop.client.completions import MalformedResponse, parse_response
 from tuneloop.client.confidence import answer_confidence, signal_value
 from tuneloop.serve.api_error import ApiError
@@ -189,7 +189,7 @@ class Router:
     def _judged(self, tier: TierSpec, raw: float, latency: float, tokens: int | None) -> TierStep:
         value = raw
         if tier.calibration is not None:
-            value = float(tier.calibration.map()([raw])[0])
+            value = tier.calibration.apply(raw)
         assert tier.threshold is not None
         kept = value >= tier.threshold
         step = _step(tier, value, tier.threshold, kept, latency, tokens)

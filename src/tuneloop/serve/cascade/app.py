@@ -1,7 +1,7 @@
 """The cascade server's HTTP surface and process: one OpenAI-compatible endpoint in front of a
 cascade's tiers (`router.py` says what a request does).
 
-    python -m tuneloop.cascade.app PLAN.json --host 127.0.0.1 --port 0 --port-file F
+    python -m tuneloop.serve.cascade.app PLAN.json --host 127.0.0.1 --port 0 --port-file F
 
 Routes: `POST /v1/chat/completions`, `POST /v1/completions` (the router), `GET /v1/models`
 (the cascade's name), `GET /health`. A `stream: true` request is answered when the cascade
@@ -10,7 +10,7 @@ text, then the finish reason with the trace and, when asked, the usage) and `[DO
 streaming client works, it just sees no token before the end. The response header
 `x-tuneloop-tier` names the tier that answered.
 
-The plan (`serve.py` writes it) is the descriptor and where each tier is served:
+The plan (`backend.py` writes it) is the descriptor and where each tier is served:
 `{"descriptor", "base", "endpoints": {NAME: {"base_url", "model", "api_key_env"}},
 "api_key_env"}` — keys by the name of their variable, never by value. Before it serves, the
 process asks every tier that hands off on log-probabilities for one answer with them, and
@@ -35,12 +35,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tuneloop.cascade.router import Router, TierEndpoint
-from tuneloop.cascade.spec import CascadeSpec, read_cascade
+from tuneloop.cascade_spec import CascadeSpec, read_cascade
 from tuneloop.entry import run_app
 from tuneloop.errors import InputError
 from tuneloop.records import atomic_write_text
 from tuneloop.serve.api_error import ApiError
+from tuneloop.serve.cascade.router import Router, TierEndpoint
 from tuneloop.serve.guard import BrowserGuard
 from tuneloop.serve.lifecycle import EXIT_BIND, bind
 from tuneloop.tiers import CASCADE_FIELD, TIER_HEADER
@@ -181,13 +181,13 @@ def run_cascade(
 
 
 def serve_plan(
-    plan: Annotated[Path, typer.Argument(help="The serving plan serve.py writes.")],
+    plan: Annotated[Path, typer.Argument(help="The serving plan backend.py writes.")],
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 0,
     port_file: Annotated[Path | None, typer.Option()] = None,
     parent_pid: Annotated[int | None, typer.Option()] = None,
 ) -> None:
-    """Serve a cascade from its plan (what `tuneloop serve --cascade` and the loop spawn)."""
+    """Serve a cascade from its plan (what `tuneloop serve CASCADE.json` and the loop spawn)."""
     raise typer.Exit(run_cascade(plan, host, port, port_file, parent_pid))
 
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from tuneloop.cascade.spec import CascadeSpec, load_cascade
+from tuneloop.cascade_spec import CascadeSpec, load_cascade
 from tuneloop.client.completions import api_base
 from tuneloop.config import ServeConfig
 from tuneloop.endpoint import Arm, Decoding, Endpoint
@@ -101,7 +101,7 @@ def serve_cascade(
                 }
             )
         )
-        argv = [sys.executable, "-m", "tuneloop.cascade.app", str(plan)]
+        argv = [sys.executable, "-m", "tuneloop.serve.cascade.app", str(plan)]
         argv += [
             "--host",
             config.host,

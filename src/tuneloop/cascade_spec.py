@@ -24,22 +24,22 @@ first rule whose conditions all hold (`max_chars`/`min_chars` of the request's t
 `keywords`: any of them in it, case-insensitive; `tags`: any of them in the request's
 `metadata.tag`) names the tier that answers, else `default`; no confidence is asked for.
 
-`kind: workflow` is refused where descriptors are read (`gate/champion.py`).
+`kind: workflow` is refused where descriptors are read (`gate/champion.py`). Core: read by
+`tuneloop.serving` (a cascade file is served by the cascade backend, `serve/cascade/`), the
+loop and `tuneloop compose`; it imports nothing but pydantic and the errors.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_right
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tuneloop.errors import InputError
-
-if TYPE_CHECKING:
-    from tuneloop.stats.calibration import IsotonicMap
 
 Signal = Literal["mean_logprob", "min_margin", "agreement"]
 
@@ -65,18 +65,25 @@ class Calibration(_Strict):
     def _shape(self) -> Calibration:
         if len(self.x) != len(self.y):
             raise ValueError("x and y must have one length")
-        if any(b < a for a, b in zip(self.x, self.x[1:], strict=False)):
-            raise ValueError("x must be sorted")
+        if any(b <= a for a, b in zip(self.x, self.x[1:], strict=False)):
+            raise ValueError("x must be sorted and distinct")
         if any(b < a for a, b in zip(self.y, self.y[1:], strict=False)):
             raise ValueError("y must be non-decreasing (an isotonic map)")
         if not all(0.0 <= v <= 1.0 for v in self.y):
             raise ValueError("y must be probabilities in [0, 1]")
         return self
 
-    def map(self) -> IsotonicMap:
-        from tuneloop.stats.calibration import IsotonicMap  # numpy and scipy: when served
-
-        return IsotonicMap(tuple(self.x), tuple(self.y))
+    def apply(self, signal: float) -> float:
+        """The calibrated value: linear between fitted points, held beyond them — what
+        `tuneloop.stats.calibration.IsotonicMap` computes (`np.interp`), in plain Python so
+        that reading a descriptor loads no numpy."""
+        x, y = self.x, self.y
+        if signal <= x[0]:
+            return y[0]
+        if signal >= x[-1]:
+            return y[-1]
+        i = bisect_right(x, signal)  # x[i-1] <= signal < x[i]
+        return y[i - 1] + (y[i] - y[i - 1]) * (signal - x[i - 1]) / (x[i] - x[i - 1])
 
 
 class TierSpec(BaseModel):
