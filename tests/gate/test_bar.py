@@ -14,7 +14,7 @@ def test_the_gate_section_carries_the_bar() -> None:
     # One definition: a GateConfig's bar keys are a Bar, defaults and all.
     cfg = GateConfig(margin=0.03, enabled=False)
     assert Bar.of(cfg) == Bar(margin=0.03)
-    assert set(Bar().to_dict()) == set(FIELDS) - {"scorer"} and "enabled" not in FIELDS
+    assert set(Bar().to_dict()) == set(FIELDS) - {"scorer", "cost"} and "enabled" not in FIELDS
     assert Bar(scorer="tool_call_valid").to_dict()["scorer"] == "tool_call_valid"
 
 

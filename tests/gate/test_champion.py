@@ -34,7 +34,9 @@ def test_a_cascade_without_components_and_a_single_without_a_model() -> None:
 def test_a_cascade_hand_off_names_a_signal_and_a_threshold_in_its_range() -> None:
     def cascade(signal: object, threshold: object) -> dict[str, object]:
         small = {"role": "tier-1", "path": "s/", "signal": signal, "threshold": threshold}
-        return {"kind": "cascade", "components": [small, {"role": "tier-2", "path": "b/"}]}
+        small["usd_per_1m"] = 0.2
+        big = {"role": "tier-2", "path": "b/", "usd_per_1m": 4.0}
+        return {"kind": "cascade", "components": [small, big]}
 
     assert parse_descriptor(cascade("mean_logprob", -0.5), "x").kind == "cascade"
     assert parse_descriptor(cascade("agreement", 1), "x").kind == "cascade"
@@ -42,5 +44,5 @@ def test_a_cascade_hand_off_names_a_signal_and_a_threshold_in_its_range() -> Non
         parse_descriptor(cascade("mean_logprob", 0.5), "x")
     with pytest.raises(InputError, match="threshold -1 is outside min_margin's range"):
         parse_descriptor(cascade("min_margin", -1), "x")
-    with pytest.raises(InputError, match="signal 'entropy' is not one of"):
+    with pytest.raises(InputError, match="signal: Input should be 'mean_logprob'"):
         parse_descriptor(cascade("entropy", 0), "x")

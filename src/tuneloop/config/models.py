@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from tuneloop.config.base import ConfigPath, SafeName, Section
+from tuneloop.config.cascade import CascadeConfig
 from tuneloop.config.flywheel import FlywheelConfig
 from tuneloop.config.hub import hub_id, resolve_cached
 from tuneloop.config.portfolio import PortfolioConfig
@@ -139,7 +140,7 @@ class ExternalConfig(Section):
         return self
 
 
-Challenger = Literal["merged", "adapter"]
+Challenger = Literal["merged", "adapter", "cascade"]
 """What answers a loop's post arm (`serve.challenger`)."""
 
 
@@ -186,7 +187,9 @@ class ServeConfig(ServerConfig):
     """What answers the loop's post arm: the `merged` model, or the trained LoRA `adapter`
     served on the base without merging (a backend that serves adapters: `vllm`). With
     `adapter` the gate judges, and `promote` names, the adapter on its base; the doctor first
-    compares it with the merged model (`merge.agreement_items`)."""
+    compares it with the merged model (`merge.agreement_items`). `cascade`: the cascade of the
+    `cascade:` section, with the merged model as its trained tier, composed on a validation
+    slice (the gate judges, and `promote` names, the whole cascade)."""
     vllm: VllmConfig = VllmConfig()
     external: ExternalConfig = ExternalConfig()
 
@@ -292,6 +295,29 @@ class ReportConfig(Section):
     None: each item's own scorer."""
 
 
+class CostBarConfig(Section):
+    """The bar's cost condition (`gate.cost`): what the challenger's answers may cost.
+
+    An arm's figure is its mean cost per item on the gate slice (an item's cost: the mean
+    `cost_usd` of its samples; `tuneloop.gate.cost`). Set at least one key; with both, both
+    must hold."""
+
+    max_usd_per_item: float | None = Field(default=None, gt=0, strict=True)
+    """The challenger's mean cost per item, in dollars, at most this; None: no absolute limit."""
+    max_ratio_to_champion: float | None = Field(default=None, gt=0, strict=True)
+    """The challenger's mean cost per item at most this × the champion's on the same items
+    (0.6: at least 40% cheaper); None: no limit relative to the champion."""
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> CostBarConfig:
+        if self.max_usd_per_item is None and self.max_ratio_to_champion is None:
+            raise ValueError(
+                "gate.cost needs max_usd_per_item, max_ratio_to_champion or both; "
+                "leave gate.cost out for no cost condition"
+            )
+        return self
+
+
 class BarConfig(Section):
     """The pre-registered promotion bar (the gate's `Bar`; a `--bar` file has these keys)."""
 
@@ -314,6 +340,10 @@ class BarConfig(Section):
     scorer: str | None = None
     """Judge on this scorer's output (an item's own scorer or one of `eval.metrics`, e.g.
     `tool_call_valid`); None: each item's own scorer."""
+    cost: CostBarConfig | None = None
+    """A cost condition: the challenger's mean cost per item (the sample rows' `cost_usd`:
+    `eval.usd_per_1m`, or what a cascade reports) within an absolute limit and/or a ratio to
+    the champion's; sealed with the bar. None: cost is not judged."""
 
 
 class GateConfig(BarConfig):
@@ -394,6 +424,10 @@ class LoopConfig(Section):
     against a budget before any compute, compared on a validation slice under a rule sealed
     before any of them is evaluated; only the selected one is adjudicated on the gate slice
     (`gate.adjudicate`). None: one challenger, from `train:`."""
+    cascade: CascadeConfig | None = None
+    """With `serve.challenger: cascade`: the cascade the post arm serves, with this round's
+    trained model as one tier and its thresholds composed on a validation slice
+    (`config/cascade.py`, `tuneloop.loop.cascade`)."""
     replay: ReplayConfig = ReplayConfig()
     """Teacher replay (`tuneloop replay`): traces, teachers file, sampled steps, judge. With
     `replay.teachers` set the loop runs a `replay` phase after `data` (on `replay.traces`, or

@@ -7,7 +7,7 @@ that names it. Items outside the slice are ignored (a log may cover the whole su
 (item, sample) keys the log lacks, and rows that are missing or a harness error, count as
 unscored: score 0 in the statistics and in the arm's missing fraction (docs/design.md:
 infrastructure failure is never a model outcome, and what is still missing counts against the
-arm).
+arm). Each arm also carries its items' costs (`gate.cost`), judged only when the bar sets one.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from tuneloop.errors import InputError
+from tuneloop.gate.cost import ItemCosts, item_costs
 from tuneloop.samplelog import (
     SAMPLING_BUDGET,
     EvalSummary,
@@ -46,6 +47,8 @@ class Arm:
     """(item, sample) keys on the slice without a scored completion."""
     tags: tuple[tuple[str, ...], ...]
     """Each slice item's tags, as the log recorded them."""
+    costs: ItemCosts
+    """Each slice item's mean `cost_usd` (what the bar's `cost` condition judges)."""
 
     @property
     def missing_fraction(self) -> float:
@@ -81,4 +84,5 @@ def _align(log: Path, summary: EvalSummary, rows: list[SampleRow], item_ids: Seq
             f"({shown}); evaluate the slice with `tuneloop eval`"
         )
     grid = score_grid(rows, item_ids, summary.sampling.n_samples, str(log))
-    return Arm(log, summary, grid.values, int((~grid.ok).sum()), grid.tags)
+    costs = item_costs(rows, item_ids, str(log))
+    return Arm(log, summary, grid.values, int((~grid.ok).sum()), grid.tags, costs)

@@ -12,6 +12,9 @@ JSON with the same keys — given to `tuneloop gate --bar FILE`:
     min_items: 30
     max_missing_fraction: 0.02
     scorer: tool_call_valid # optional: judge on this scorer's output (default: the items' own)
+    cost:                   # optional: what the challenger's answers may cost (gate.cost)
+      max_usd_per_item: 0.0004      # its mean cost per item at most this, and/or
+      max_ratio_to_champion: 0.6    # at most this × the champion's on the same items
 
 The keys, types, bounds and defaults are `tuneloop.config.BarConfig`'s (one definition for
 loop.yaml, bar files and the gate); `Bar` only adds the canonical hash. Unknown keys and
@@ -39,8 +42,14 @@ class Bar(BarConfig):
         return cls.model_validate(section.model_dump(include=set(FIELDS)))
 
     def to_dict(self) -> dict[str, Any]:
-        # `scorer` came later: left out while unset, so a bar sealed before it keeps its hash
-        return self.model_dump(include=set(FIELDS) - ({"scorer"} if self.scorer is None else set()))
+        # `scorer` and `cost` came later: each left out while unset, so a bar sealed before it
+        # keeps its hash; a limit of `cost` left unset is left out too, for the same reason
+        # should `cost` ever grow a key
+        later = {name for name in ("scorer", "cost") if getattr(self, name) is None}
+        out = self.model_dump(include=set(FIELDS) - later)
+        if self.cost is not None:
+            out["cost"] = self.cost.model_dump(exclude_none=True)
+        return out
 
     def sha256(self) -> str:
         """Hash of the bar's canonical JSON (recorded with every verdict)."""

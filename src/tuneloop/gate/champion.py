@@ -10,9 +10,14 @@ ledger holds one descriptor; promotion adds a version, nothing is overwritten.
     {"kind": "single", "path": "runs/loop/merge/model", "sha256": "…",
      "model": "merged@sha256:…", "run_id": "loop-20261129-…", "archive": "archive/loop-…"}
 
-    {"kind": "cascade", "components": [
-        {"role": "draft", "path": "small/", "sha256": "…"},
-        {"role": "fallback", "model": "gpt-large", "endpoint": "https://…"}]}
+    {"kind": "cascade", "name": "…", "components": [
+        {"name": "small", "path": "small/", "usd_per_1m": 0.2, "signal": "mean_logprob",
+         "threshold": -0.37, "tunable": true},
+        {"name": "large", "model": "gpt-large", "endpoint": "https://…", "usd_per_1m": 4.0}]}
+
+A cascade whose tiers carry prices is checked as `tuneloop.cascade_spec` reads it for serving
+(signals, thresholds in range, calibration maps, one tunable tier), so the ledger never holds
+a cascade that cannot be served.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from tuneloop.cascade_spec import read_cascade
 from tuneloop.errors import InputError
 
 
@@ -29,8 +35,8 @@ class Component(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    role: str
-    """What the part does in the architecture (`draft`, `fallback`, `router`, …)."""
+    role: str | None = None
+    """What the part does in the architecture (`draft`, `fallback`, `tier-1`, …)."""
     path: str | None = None
     """Checkpoint folder, when the part is a local model."""
     sha256: str | None = None
@@ -70,33 +76,19 @@ class ChampionDescriptor(BaseModel):
             raise ValueError("a single-model descriptor needs 'path' or 'model'")
         if self.kind != "single" and not self.components:
             raise ValueError(f"a {self.kind} descriptor needs at least one component")
-        for c in self.components[:-1] if self.kind == "cascade" else []:
-            problem = _hand_off_problem(c)
-            if problem:
-                raise ValueError(f"cascade component {c.role!r}: {problem}")
+        if self.kind == "cascade" and _served(self):  # a cascade that can be served
+            try:
+                read_cascade(self.model_dump(mode="json", exclude_none=True), "descriptor")
+            except InputError as err:
+                raise ValueError(str(err).removeprefix("descriptor: ")) from None
         return self
 
 
-SIGNAL_RANGES = {
-    "mean_logprob": (float("-inf"), 0.0),
-    "min_margin": (0.0, float("inf")),
-    "agreement": (0.0, 1.0),
-}
-"""The confidence signals a cascade tier hands off on, and the values each can take."""
-
-
-def _hand_off_problem(c: Component) -> str | None:
-    """What is wrong with a tier's hand-off (every tier but the last has one), if anything."""
-    extra = c.model_extra or {}
-    signal, threshold = extra.get("signal"), extra.get("threshold")
-    if signal is None and threshold is None:
-        return None  # a hand-off recorded before signals were (a plain component list)
-    if signal not in SIGNAL_RANGES:
-        return f"signal {signal!r} is not one of {', '.join(SIGNAL_RANGES)}"
-    low, high = SIGNAL_RANGES[signal]
-    if not isinstance(threshold, int | float) or not low <= threshold <= high:
-        return f"threshold {threshold!r} is outside {signal}'s range [{low:g}, {high:g}]"
-    return None
+def _served(d: ChampionDescriptor) -> bool:
+    """Whether the cascade's parts say how it is served (tiers with prices; `cascade_spec`),
+    rather than being a plain component list recorded before cascades were served."""
+    keys = ("usd_per_1m", "signal", "threshold")
+    return any(k in (c.model_extra or {}) for c in d.components for k in keys)
 
 
 def parse_descriptor(data: dict[str, Any], where: str) -> ChampionDescriptor:

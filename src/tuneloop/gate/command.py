@@ -165,11 +165,15 @@ def print_verdict(v: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from tuneloop.gate.verdict_record import CostResult
+
     table = Table("condition", "ok", "detail", title=f"gate verdict — run {v['run_id']}")
     for c in v["conditions"]:
         table.add_row(c["name"], "yes" if c["passed"] else "NO", c["detail"])
     console = Console()
     console.print(table)
+    if v.get("cost"):
+        console.print(CostResult.model_validate(v["cost"]).sentence(), markup=False)
     if v.get("slice_reuse"):
         earlier = ", ".join(v["slice_reuse"]["previous_runs"])
         console.print(f"[yellow]slice reuse explicitly allowed; consumed before by {earlier}[/]")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.gate.champion import describe
+from tuneloop.gate.verdict_record import CostResult
 from tuneloop.records.portfolio_table import (
     challenger_cells,
     choice_sentence,
@@ -79,6 +80,8 @@ def verdict_entry(v: dict[str, Any], portfolio: PortfolioRecord | None = None) -
         f"max missing {bar['max_missing_fraction']:g}, non-inferiority ε "
         f"{bar['non_inferiority_epsilon'] or 'off'} (bar {v['bar_sha256'][:12]})",
     ]
+    if v.get("cost"):
+        lines.append(f"- {CostResult.model_validate(v['cost']).sentence()}")
     if v["reasons"]:
         lines.append("- Reasons: " + "; ".join(v["reasons"]))
     else:

@@ -28,6 +28,9 @@ condition with the numbers behind it:
    the raw and Holm-adjusted p-values and the informational one-sided (1 - alpha) lower bound
    (the lower end of the (1 - 2·alpha) percentile interval). A tag with fewer than 2 items
    cannot be bounded and fails (fail closed).
+6. `cost:max_usd_per_item`, `cost:max_ratio_to_champion` (only when the bar sets `cost`):
+   the challenger's mean cost per item is within the limit — a measured figure, not a test;
+   `tuneloop.gate.cost` states it and adds these to the decision (`Decision.extended`).
 
 Why the margin is judged on the point estimate and not on the lower bound (a deliberate
 choice): the false-promotion guarantee that matters — a challenger that is truly no better
@@ -70,7 +73,7 @@ class Condition:
 
     name: str
     """`min_items`, `missing_champion`, `missing_challenger`, `significance`, `margin`,
-    or `non_inferiority:<tag>`."""
+    `non_inferiority:<tag>`, or `cost:<limit>`."""
     passed: bool
     """Whether the condition holds."""
     detail: str
@@ -94,6 +97,11 @@ class Decision:
     def reasons(self) -> list[str]:
         """The details of the failed conditions (empty when promoted)."""
         return [c.detail for c in self.conditions if not c.passed]
+
+    def extended(self, more: Sequence[Condition]) -> Decision:
+        """This decision with further conditions after the rule's: promote iff all hold."""
+        conditions = (*self.conditions, *more)
+        return Decision(all(c.passed for c in conditions), conditions, self.stats)
 
 
 def item_scores(samples: np.ndarray, metric: str, k: int = 1) -> np.ndarray:

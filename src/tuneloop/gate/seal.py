@@ -6,13 +6,15 @@ ids in the ledger under a seal id (the round's run id), and returns the `SealedB
 phase keeps in its folder. Sealing the same bar again is a no-op (a resumed evaluation); a
 different bar under the same seal id is refused — the challenger's numbers may already exist.
 
-`check_seal` is what the gate runs before deciding: the bar it is handed must hash to the one
-sealed, for the same slice and items, and the seal must be in the ledger (a seal file whose
-twin is not in the ledger was not made by this ledger's run). A verdict judged against any
-other bar is refused, so moving the margin after seeing the report cannot change a decision.
+`check_seal` is what the gate runs before deciding: the bar it is handed — its cost condition
+(`gate.cost`) included, when it sets one — must hash to the one sealed, for the same slice and
+items, and the seal must be in the ledger (a seal file whose twin is not in the ledger was not
+made by this ledger's run). A verdict judged against any other bar is refused, so moving the
+margin (or a cost limit) after seeing the report cannot change a decision.
 
 `seal_selection` does the same for a portfolio round's selection rule (`<run id>:selection`),
-as the first act of its `challengers` phase, before any challenger trains.
+as the first act of its `challengers` phase, before any challenger trains; `seal_composition`
+for a cascade round's composed choice (`<run id>:composition`), before its post arm.
 """
 
 from __future__ import annotations
@@ -84,6 +86,38 @@ def seal_selection(
     return previous
 
 
+def composition_seal_id(run_id: str) -> str:
+    """The seal id of a cascade round's composition (`loop.cascade`)."""
+    return f"{run_id}:composition"
+
+
+def seal_composition(
+    ledger_path: Path,
+    run_id: str,
+    choice: dict[str, Any],
+    slice_name: str,
+    item_ids: list[str],
+    at: str,
+) -> SealedBar:
+    """Seal a cascade round's composition before its post arm is evaluated: the rule
+    (objective, budget, ε, signal, tiers and prices), the hash of each tier's validation log,
+    the chosen setting and the descriptor's hash, in `choice`, hashed like a bar (seal id
+    `<run id>:composition`). The same choice again is a no-op (a resumed round); another one
+    is refused — the cascade the gate may already have numbers for was that one."""
+    digest = selection_sha256(choice)
+    record = _sealed(composition_seal_id(run_id), choice, digest, slice_name, item_ids, at)
+    previous = _store(ledger_path, record)
+    if previous.seal_sha256() != record.seal_sha256():
+        raise InputError(
+            f"the cascade of round {run_id!r} was composed and sealed at {previous.sealed_at} "
+            f"(choice {previous.bar_sha256[:12]} on slice {previous.slice!r}); this "
+            f"composition chose {record.bar_sha256[:12]}. A sealed composition cannot be "
+            "replaced once the post arm may have numbers: start a new round (`tuneloop run "
+            "CONFIG --from compose` needs a gate slice no verdict has looked at)"
+        )
+    return previous
+
+
 def _sealed(
     seal_id: str, what: dict[str, Any], digest: str, slice_name: str, item_ids: list[str], at: str
 ) -> SealedBar:
@@ -133,8 +167,13 @@ def check_seal(
 
 def _describe(s: SealedBar) -> str:
     b = s.bar
+    limits = b.get("cost")
+    cost = ""
+    if isinstance(limits, dict):
+        cost = "".join(f", cost {key} {value}" for key, value in sorted(limits.items()))
     return (
         f"slice {s.slice!r} ({s.n_items} items), metric {b.get('metric')}, k {b.get('k')}, "
         f"margin {b.get('margin')}, alpha {b.get('alpha')}, test {b.get('test')}, "
         f"non-inferiority ε {b.get('non_inferiority_epsilon')}, min_items {b.get('min_items')}"
+        f"{cost}"
     )

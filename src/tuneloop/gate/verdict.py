@@ -3,7 +3,8 @@
 This is the thin I/O shell around `tuneloop.gate.rule.decide`. Order of work, chosen so that a
 refusal changes nothing and a crash never leaves a half-recorded round:
 
-1. read and align both logs (refuse incomparable logs: `InputError`, exit 2);
+1. read and align both logs (refuse incomparable logs, and unpriced ones when the bar has a
+   cost condition: `InputError`, exit 2);
 2. hash the evidence — both logs' bytes, both models, the bar, the slice's item ids — and
    return the stored verdict if the ledger already holds one for exactly this evidence (a
    resumed round: the same look, not a second one);
@@ -11,7 +12,7 @@ refusal changes nothing and a crash never leaves a half-recorded round:
 4. refuse a slice any of whose items an earlier verdict looked at — under any suite
    revision, by id and content hash (`tuneloop.gate.looks`) — unless reuse is allowed, and an
    item changed under a consumed id unless it is declared new (nothing written);
-5. apply the pure rule;
+5. apply the pure rule, and the bar's cost condition when it sets one (`tuneloop.gate.cost`);
 6. in one ledger transaction: the consumed items with their content hashes, the item
    changes declared new, the verdict and — only when `promote=True`
    (the standalone `tuneloop gate`, whose artifact is whatever the caller names) — the new
@@ -35,6 +36,7 @@ from tuneloop.errors import InputError
 from tuneloop.gate.arms import Arm, load_arms
 from tuneloop.gate.bar import Bar
 from tuneloop.gate.champion import parse_descriptor
+from tuneloop.gate.cost import cost_conditions, judge_cost
 from tuneloop.gate.explog import append_entry, log_path, verdict_entry
 from tuneloop.gate.ledger import (
     Champion,
@@ -50,6 +52,7 @@ from tuneloop.gate.seal import check_seal
 from tuneloop.gate.verdict_record import (
     ArmSummary,
     ConditionResult,
+    CostResult,
     Evidence,
     GateVerdict,
     Outcome,
@@ -98,13 +101,14 @@ def adjudicate(
     its `adjudication` (recorded in the verdict; its `alpha_used` is the α the decision is made
     at, the Holm level of this challenger under `gate.adjudicate: all`, while the bar sealed
     and hashed stays the nominal one) and its challenger table (`portfolio`, for the
-    experiment log's entry). Raises `InputError` (exit
-    2, nothing written) for incomparable logs, a bad descriptor, a bar other than the sealed
-    one, a run id already judged on other evidence, consumed items without
+    experiment log's entry). Raises `InputError` (exit 2, nothing written) for incomparable
+    logs, unpriced logs under a bar with a cost condition, a bad descriptor, a bar other than
+    the sealed one, a run id already judged on other evidence, consumed items without
     `allow_slice_reuse`, or changed items not declared new.
     """
     champ, chall = load_arms(champion_log, challenger_log, item_ids, bar.scorer)
     _check_k(bar, champ)
+    cost = _cost(champ, chall, bar)
     descriptor = _descriptor(challenger_descriptor, chall, run_id)
     evidence = make_evidence(
         (Path(champion_log), Path(challenger_log)),
@@ -123,7 +127,7 @@ def adjudicate(
         looks = _Looks(contents, allow_slice_reuse, changes_are_new)
         previous, changes = looks.check(ledger, slice_name, evidence, item_ids, run_id)
         alpha = (adjudication or {}).get("alpha_used")
-        decision = _decide(champ, chall, bar if alpha is None else _at(bar, alpha), seed)
+        decision = _decide(champ, chall, bar if alpha is None else _at(bar, alpha), seed, cost)
         with ledger.transaction():
             # Re-check inside the write lock: another process may have looked meanwhile.
             previous, changes = looks.check(ledger, slice_name, evidence, item_ids, run_id)
@@ -149,6 +153,7 @@ def adjudicate(
             verdict.item_ids = sorted(item_ids)
             verdict.sealed_at = sealed.sealed_at if sealed else None
             verdict.adjudication = adjudication
+            verdict.cost = cost
             _record(ledger, verdict, bool(previous), promote, contents)
             ledger.add_item_changes(changes)
     _write_outputs(verdict, ledger_path, out_dir, portfolio)
@@ -165,7 +170,7 @@ def pretest(
     then records (the bar and the procedure sealed before any challenger was evaluated)."""
     champ, chall = load_arms(champion_log, challenger_log, item_ids, bar.scorer)
     _check_k(bar, champ)
-    return _decide(champ, chall, bar, seed)
+    return _decide(champ, chall, bar, seed, _cost(champ, chall, bar))
 
 
 def _stored_verdict(ledger: Ledger, evidence: Evidence, run_id: str) -> GateVerdict | None:
@@ -308,8 +313,13 @@ def _at(bar: Bar, alpha: float) -> Bar:
     return Bar.model_validate(bar.model_dump() | {"alpha": alpha})
 
 
-def _decide(champ: Arm, chall: Arm, bar: Bar, seed: int) -> Decision:
-    return decide(
+def _cost(champ: Arm, chall: Arm, bar: Bar) -> CostResult | None:
+    """The bar's cost condition on both arms (None: the bar sets none); refuses unpriced logs."""
+    return judge_cost(champ.costs, chall.costs, bar.cost) if bar.cost is not None else None
+
+
+def _decide(champ: Arm, chall: Arm, bar: Bar, seed: int, cost: CostResult | None) -> Decision:
+    decision = decide(
         item_scores(champ.scores, bar.metric, bar.k),
         item_scores(chall.scores, bar.metric, bar.k),
         bar=bar,
@@ -317,6 +327,7 @@ def _decide(champ: Arm, chall: Arm, bar: Bar, seed: int) -> Decision:
         missing=(champ.missing_fraction, chall.missing_fraction),
         seed=seed,
     )
+    return decision if cost is None else decision.extended(cost_conditions(cost))
 
 
 def _arm(arm: Arm, mean: float | None) -> ArmSummary:

@@ -47,6 +47,55 @@ class ConditionResult(BaseModel):
     """The numbers, for machines."""
 
 
+class CostCondition(BaseModel):
+    """One limit of the bar's cost condition (`gate.cost`) and how the challenger stood."""
+
+    name: Literal["max_usd_per_item", "max_ratio_to_champion"]
+    """The limit's `gate.cost` key."""
+    limit: float
+    """Its value in the bar."""
+    value: float | None
+    """The challenger's figure: dollars per item, or its ratio to the champion's (None: no
+    item had a cost in both arms, or the champion's cost nothing)."""
+    passed: bool
+    """Whether the limit held."""
+
+
+class CostResult(BaseModel):
+    """The bar's cost condition on the slice (`tuneloop.gate.cost`)."""
+
+    n_items: int
+    """Slice items with a cost in both arms: what both figures are means over."""
+    champion_usd_per_item: float | None
+    """The champion's mean cost per item in dollars (None: no such item)."""
+    challenger_usd_per_item: float | None
+    """The challenger's mean cost per item in dollars (None: no such item)."""
+    ratio: float | None
+    """challenger / champion (None: no such item, or the champion's cost nothing)."""
+    conditions: list[CostCondition]
+    """Each limit the bar sets, with the challenger's figure."""
+    passed: bool
+    """Whether every limit held."""
+
+    def sentence(self) -> str:
+        """Both figures and each limit, held or failed, in one line (the verdict's printout
+        and its experiment-log entry)."""
+        limits = "; ".join(
+            f"{c.name} {c.limit:g} {'held' if c.passed else 'FAILED'}" for c in self.conditions
+        )
+        ratio = "n/a" if self.ratio is None else f"{self.ratio:.3g}"
+        return (
+            f"Cost per item on {self.n_items} items: challenger "
+            f"{_usd(self.challenger_usd_per_item)}, champion {_usd(self.champion_usd_per_item)} "
+            f"(ratio {ratio}); {limits}"
+        )
+
+
+def _usd(x: float | None) -> str:
+    # "USD", not "$": two dollar signs on a Markdown line render as math on GitHub
+    return "n/a" if x is None else f"{x:.6g} USD"
+
+
 class SliceReuse(BaseModel):
     """Present when the slice had been consumed before and reuse was explicitly allowed."""
 
@@ -82,7 +131,7 @@ class GateVerdict(Record):
     """The outcome of one gate round."""
 
     KIND = "verdict"
-    VERSION = 2
+    VERSION = 3
 
     run_id: str
     """The run being adjudicated."""
@@ -142,13 +191,20 @@ class GateVerdict(Record):
     promoted: bool = False
     """Whether the champion was recorded with the verdict (standalone gate) — in the loop the
     promotion is a later step, recorded in `promote/promotion.json` and the ledger."""
+    cost: CostResult | None = None
+    """The bar's cost condition (`gate.cost`): both arms' dollars per item and each limit.
+    None: the bar sets none (and the verdict is written as version 2)."""
 
     def to_json(self) -> dict[str, Any]:
-        # `adjudication` came later: left out while unset, so a one-challenger round's
-        # verdict reads and hashes as it always did
+        # `adjudication` and `cost` came later: each left out while unset, so a verdict
+        # without them reads and hashes as it always did; one with a cost is version 3, which
+        # a reader that predates cost conditions refuses
         data = super().to_json()
         if data.get("adjudication") is None:
             data.pop("adjudication", None)
+        if self.cost is None:
+            del data["cost"]
+        data["schema"] = f"tuneloop.{self.KIND}/{2 if self.cost is None else 3}"
         return data
 
 
