@@ -171,7 +171,7 @@ def read_cascade(descriptor: dict[str, Any], where: str, base: Path | None = Non
         label = f"{where}: tier {i + 1}"
         if not isinstance(c, dict):
             raise InputError(f"{label}: expected a mapping")
-        c = {"name": c.get("name") or c.get("role"), **c}
+        c = {**c, "name": c.get("name") or c.get("role")}
         label = f"{where}: tier {c['name']!r}"
         try:
             tier = TierSpec.model_validate(c)

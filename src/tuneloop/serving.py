@@ -11,10 +11,10 @@
 a health check and one real completion; on exit the server's whole process group is gone.
 A `model` that is a cascade descriptor file (`kind: cascade`, JSON) is served by the
 `cascade` backend (`tuneloop.serve.cascade.backend`: its local tiers by `config.backend`,
-the cascade server in front). `config` is loop.yaml's typed `serve` section (`ServeConfig`; None: its
-defaults, the embedded backend); each backend reads its own part of it (embedded: the
-`ServerConfig` keys; vllm: `serve.vllm`; external: `serve.external`). What a backend is asked
-and returns, and why pre and post share one `Decoding`, is `tuneloop.endpoint`.
+the cascade server in front). `config` is loop.yaml's typed `serve` section (`ServeConfig`;
+None: its defaults, the embedded backend); each backend reads its own part of it (embedded:
+the `ServerConfig` keys; vllm: `serve.vllm`; external: `serve.external`). What a backend is
+asked and returns, and why pre and post share one `Decoding`, is `tuneloop.endpoint`.
 
 Why here and not in the serve phase: the loop serves the arms it evaluates and the replay phase
 serves its embedded teachers, and a phase never imports another phase; so `serving` sits below

@@ -285,11 +285,12 @@ def _choose(
     if chosen is None:
         return None, f"no setting reaches {best.name!r}'s {best.accuracy:.1%} less {epsilon:g}"
     saving = 1 - chosen.cost / best.cost if best.cost > 0 else 0.0
-    than = (
-        f"{saving:.0%} less than {best.name!r} alone"
-        if saving > 0
-        else f"{-saving:.0%} more than {best.name!r} alone: the cascade does not pay off here"
-    )
+    if round(saving, 2) > 0:
+        than = f"{saving:.0%} less than {best.name!r} alone"
+    elif round(saving, 2) == 0:
+        than = f"what {best.name!r} alone costs: the cascade does not pay off here"
+    else:
+        than = f"{-saving:.0%} more than {best.name!r} alone: the cascade does not pay off here"
     return chosen, (
         f"the cheapest setting at least as accurate as the best single tier {best.name!r} "
         f"({best.accuracy:.1%}) less ε {epsilon:g}: {chosen.accuracy:.1%} at "

@@ -53,12 +53,12 @@ from tuneloop.client import (
     RequestFailed,
     client_for,
 )
+from tuneloop.client.confidence import answer_confidence
 from tuneloop.config import EvalConfig, SlicingConfig
 from tuneloop.envkeys import Redactor
 from tuneloop.envs import is_agent_item
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.evaluate.agent import run_agent
-from tuneloop.client.confidence import answer_confidence
 from tuneloop.evaluate.plan import (
     Key,
     build_payload,

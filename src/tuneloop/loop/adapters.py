@@ -16,11 +16,14 @@ from typing import Any, Literal
 
 from tuneloop.config import LoopConfig, TrainConfig
 from tuneloop.errors import PhaseFailed
+from tuneloop.loop.cascade import CHAMPION_CASCADE, cascade_champion, champion_cascade
 from tuneloop.loop.context import (
+    COMPOSED,
     MERGED,
     TRAINED,
     PhaseContext,
     challenger_descriptor,
+    decoding_contract,
     model_identity,
 )
 from tuneloop.loop.corpus_data import (
@@ -64,18 +67,6 @@ from tuneloop.loop.warmup import AFTER_WARMUP, WARMUP_STEP, evaluates_warmup
 from tuneloop.records import read_record, write_json, write_record
 
 
-def _decoding_contract(cfg: LoopConfig) -> Any:
-    """The one `endpoint.Decoding` both arms are served under, from the base checkpoint; None
-    for an external endpoint, whose owner decides how it decodes."""
-    if cfg.serve.backend == "external":
-        return None
-    from tuneloop.endpoint import Decoding
-    from tuneloop.train.checkpoint import read_decoding
-
-    meta = read_decoding(cfg.base)
-    return Decoding(meta.stop_token_ids, meta.generation_config)
-
-
 def _evaluate_model(
     ctx: PhaseContext,
     model_dir: Path,
@@ -92,7 +83,7 @@ def _evaluate_model(
     from tuneloop.serving import listed_model, serving
 
     cfg = ctx.cfg
-    decoding = _decoding_contract(cfg)
+    decoding = decoding_contract(cfg)
     served_dir, served_sha = adapter if adapter is not None else (model_dir, digest)
     with serving(
         model_dir,
@@ -148,7 +139,11 @@ def _evaluate_model(
 
 
 def run_eval_pre(ctx: PhaseContext) -> None:
-    _evaluate_model(ctx, ctx.cfg.base, ctx.inputs["base_model"], "pre")
+    champion = champion_cascade(ctx.cfg)
+    if champion is not None:  # a cascade champion's round: the pre arm is the cascade itself
+        _evaluate_model(ctx, champion, ctx.inputs[CHAMPION_CASCADE], "pre")
+    else:
+        _evaluate_model(ctx, ctx.cfg.base, ctx.inputs["base_model"], "pre")
 
 
 def run_eval_warmup(ctx: PhaseContext) -> None:
@@ -176,7 +171,9 @@ def run_eval_warmup(ctx: PhaseContext) -> None:
 
 def run_eval_post(ctx: PhaseContext) -> None:
     seal_round(ctx)  # the bar is fixed before the challenger has a single number
-    if ctx.cfg.serve.challenger == "adapter":  # the adapter on the base, never merged
+    if ctx.cfg.serve.challenger == "cascade":  # the composed cascade, the merged model a tier
+        _evaluate_model(ctx, ctx.layout.cascade, ctx.inputs[COMPOSED], "post")
+    elif ctx.cfg.serve.challenger == "adapter":  # the adapter on the base, never merged
         adapter = (ctx.layout.adapter, ctx.inputs[TRAINED])
         _evaluate_model(ctx, ctx.cfg.base, ctx.inputs["base_model"], "post", adapter)
     else:
@@ -194,7 +191,7 @@ def run_data(ctx: PhaseContext) -> None:
 
         log = ctx.folder / "server.log"
         with serving(
-            cfg.base, cfg.serve, log_path=log, arm="pre", decoding=_decoding_contract(cfg)
+            cfg.base, cfg.serve, log_path=log, arm="pre", decoding=decoding_contract(cfg)
         ) as endpoint:
             result = build(champion=endpoint)
         ctx.notes["banded_by"] = {"model": str(cfg.base), "sha256": ctx.inputs["base_model"]}
@@ -326,9 +323,7 @@ def _adapter_agreement(ctx: PhaseContext) -> dict[str, Any] | None:
     from tuneloop.loop.served_agreement import served_agreement
 
     run = ctx.layout
-    found = served_agreement(
-        cfg, run.merged_model, run.adapter, ctx.folder, _decoding_contract(cfg)
-    )
+    found = served_agreement(cfg, run.merged_model, run.adapter, ctx.folder, decoding_contract(cfg))
     ctx.notes["agreement"] = found.line()
     return {
         "compared": found.compared,
@@ -368,23 +363,26 @@ def run_gate(ctx: PhaseContext) -> None:
     from tuneloop.gate import adjudicate
 
     g, run = ctx.cfg.gate, ctx.layout
-    adapter = ctx.cfg.serve.challenger == "adapter"
-    models = round_models(ctx.workdir, ctx.cfg.serve.challenger)
-    judged = ctx.inputs[TRAINED] if adapter else ctx.inputs[MERGED]
+    challenger = ctx.cfg.serve.challenger
+    models = round_models(ctx.workdir, challenger)
+    judged = ctx.inputs[{"adapter": TRAINED, "merged": MERGED, "cascade": COMPOSED}[challenger]]
     if models is None or models[1] != judged:
         raise PhaseFailed("the round's model hashes are not recorded; redo from eval_pre")
     check_served(ctx.workdir, models)
     view = suite_view(ctx.cfg)
     items = gate_items(ctx.cfg, ctx.workdir, ctx.run_id, view)
     # where the challenger is now; `promote` names its final, verified place
-    descriptor = challenger_descriptor(
-        ctx.cfg,
-        (run.merged_model, ctx.inputs[MERGED]),
-        (run.adapter, judged) if adapter else None,
-        base_sha256=models[0],
-        run_id=ctx.run_id,
-        recipe=round_recipe(ctx.cfg, ctx.workdir),
-    )
+    if challenger == "cascade":
+        descriptor = cascade_champion(run.cascade, run.merged_model, ctx.run_id)
+    else:
+        descriptor = challenger_descriptor(
+            ctx.cfg,
+            (run.merged_model, ctx.inputs[MERGED]),
+            (run.adapter, judged) if challenger == "adapter" else None,
+            base_sha256=models[0],
+            run_id=ctx.run_id,
+            recipe=round_recipe(ctx.cfg, ctx.workdir),
+        )
     portfolio = portfolio_of(ctx.workdir)
     verdict = adjudicate(
         run.eval_pre,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.config import LoopConfig
-from tuneloop.loop.layout import ADAPTER, MODEL, RunLayout
+from tuneloop.loop.layout import ADAPTER, CASCADE_FILE, MODEL, RunLayout
 
 MERGED_MODEL = f"merge/{MODEL}"
 """The merged model's output key in the merge phase's record (a path under the workdir)."""
@@ -23,6 +23,10 @@ TRAINED_ADAPTER = f"train/{ADAPTER}"
 """The trained adapter's output key in the train phase's record."""
 TRAINED = f"train:{TRAINED_ADAPTER}"
 """The input key of the trained adapter for a downstream phase (upstream phase `train`)."""
+COMPOSED_CASCADE = f"compose/{CASCADE_FILE}"
+"""The composed cascade's output key in the compose phase's record."""
+COMPOSED = f"compose:{COMPOSED_CASCADE}"
+"""The input key of the composed cascade for a downstream phase (upstream phase `compose`)."""
 
 
 @dataclass
@@ -87,3 +91,15 @@ def challenger_descriptor(
         "model": model_identity(adapter_dir, adapter_sha),
         "run_id": run_id,
     } | made
+
+
+def decoding_contract(cfg: LoopConfig) -> Any:
+    """The one `endpoint.Decoding` both arms are served under, from the base checkpoint; None
+    for an external endpoint, whose owner decides how it decodes."""
+    if cfg.serve.backend == "external":
+        return None
+    from tuneloop.endpoint import Decoding
+    from tuneloop.train.checkpoint import read_decoding
+
+    meta = read_decoding(cfg.base)
+    return Decoding(meta.stop_token_ids, meta.generation_config)

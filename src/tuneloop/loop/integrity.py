@@ -30,7 +30,9 @@ from tuneloop.config import LoopConfig, SuiteConfig
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.gate.ledger import SealedBar, open_ledger
 from tuneloop.gate.looks import Advice, SliceLooks, changed_message, classify, refusal
+from tuneloop.loop.cascade import CHAMPION_CASCADE, cascade_champion
 from tuneloop.loop.context import (
+    COMPOSED_CASCADE,
     MERGED_MODEL,
     TRAINED_ADAPTER,
     PhaseContext,
@@ -115,15 +117,20 @@ def _run_id(workdir: Path) -> str | None:
 
 def round_models(workdir: Path, challenger: Challenger = "merged") -> tuple[str, str] | None:
     """(base model sha256, challenger sha256) as the runner recorded them, if both are. The
-    challenger is what answered the post arm (`serve.challenger`): the merged model, or the
-    trained adapter served on the base."""
+    challenger is what answered the post arm (`serve.challenger`): the merged model, the
+    trained adapter served on the base, or the composed cascade's descriptor."""
     state = load_state(workdir)
     if state is None:
         return None
     pre = state.phases.get("eval_pre")
-    phase, key = ("merge", MERGED_MODEL) if challenger == "merged" else ("train", TRAINED_ADAPTER)
+    phase, key = {
+        "merged": ("merge", MERGED_MODEL),
+        "adapter": ("train", TRAINED_ADAPTER),
+        "cascade": ("compose", COMPOSED_CASCADE),
+    }[challenger]
     made = state.phases.get(phase)
-    base = pre.inputs.get("base_model") if pre else None
+    # the pre arm: the base, or a cascade champion's descriptor (a round from a cascade)
+    base = (pre.inputs.get(CHAMPION_CASCADE) or pre.inputs.get("base_model")) if pre else None
     post = made.outputs.get(key) if made and made.status == "done" else None
     return (base, post) if base and post else None
 
@@ -337,6 +344,11 @@ def _final_descriptor(ctx: PhaseContext, verdict: GateVerdict) -> dict[str, Any]
     else:
         target, run = None, ctx.layout
         location = "workdir: archiving is off, so this copy is not protected from a later redo"
+    if ctx.cfg.serve.challenger == "cascade":  # the cascade as judged, its tier archived
+        digest = sha256_path(run.cascade)
+        _same_as_judged(run.cascade, digest, verdict.evidence.challenger_model)
+        descriptor = cascade_champion(run.cascade, run.merged_model, verdict.run_id)
+        return descriptor | {"archive": str(target) if target else None, "location": location}
     adapter = ctx.cfg.serve.challenger == "adapter"
     judged = run.adapter if adapter else run.merged_model
     digest = sha256_path(judged)

@@ -55,6 +55,8 @@ PROMOTION_FILE = "promotion.json"
 CAPSTONE_FILE = "report.md"
 """The capstone's page (`report.capstone.write_capstone` writes where it is told, and its
 `report.html` beside it)."""
+CASCADE_FILE = "cascade.json"
+"""A cascade round's composed cascade (a descriptor), in the `compose` phase's folder."""
 SELECTION_FILE = "selection.json"
 """A portfolio round's challenger table and choice (`records.selection.PortfolioRecord`), in
 the `challengers` phase's folder."""
@@ -121,6 +123,23 @@ class RunLayout:
     @property
     def doctor(self) -> Path:
         return self.phase("doctor")
+
+    @property
+    def compose(self) -> Path:
+        """A cascade round's phase: each tier's validation eval, the composition, the
+        chosen cascade (`serve.challenger: cascade`)."""
+        return self.phase("compose")
+
+    @property
+    def cascade(self) -> Path:
+        """The composed cascade's descriptor, what the post arm serves."""
+        return self.compose / CASCADE_FILE
+
+    @property
+    def composition(self) -> Path:
+        from tuneloop.cascade.command import COMPOSITION_FILE
+
+        return self.compose / COMPOSITION_FILE
 
     @property
     def eval_post(self) -> Path:

@@ -1,11 +1,15 @@
 """The phase table: the only place that knows the order of the loop.
 
     data? → replay? → eval_pre → challengers? → train → merge → doctor → eval_warmup?
-          → eval_post → report → gate → capstone → archive → promote → track?
+          → compose? → eval_post → report → gate → capstone → archive → promote → track?
 
 `challengers` (on with `portfolio:`, `loop.portfolio`) trains and compares a set of
 challengers, each in a round of its own (`CHALLENGER_PHASES`), under a selection rule it seals
 first; `train` then takes the selected one's adapter instead of training.
+
+`compose` (on with `serve.challenger: cascade`, `loop.cascade`) evaluates each tier of the
+`cascade:` section alone on a validation slice — the merged model is its trained tier —
+composes the cascade offline, seals the choice and writes the descriptor the post arm serves.
 
 `eval_warmup` (on when GRPO or composite LoRA training warms up with SFT,
 `train.sft_warmup_steps`) serves the warm-up's own adapter merged on the base and evaluates it
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tuneloop.cascade.command import COMPOSITION_FILE
 from tuneloop.config import LoopConfig
 from tuneloop.loop.adapters import (
     run_archive,
@@ -48,10 +53,11 @@ from tuneloop.loop.adapters import (
     run_report,
     run_train,
 )
+from tuneloop.loop.cascade import FRONTIER_FILE, cascade_files, champion_files, run_compose
 from tuneloop.loop.context import PhaseContext
 from tuneloop.loop.corpus_data import bands_serve_base, replay_files
 from tuneloop.loop.integrity import preflight_gate, run_promote
-from tuneloop.loop.layout import SELECTION_FILE
+from tuneloop.loop.layout import CASCADE_FILE, SELECTION_FILE
 from tuneloop.loop.portfolio.preflight import challenger_files, preflight_portfolio
 from tuneloop.loop.portfolio.run import run_challengers
 from tuneloop.loop.track import run_track, tracking_retry
@@ -158,7 +164,8 @@ PHASES: tuple[Phase, ...] = (
         "eval_pre",
         run_eval_pre,
         outputs=EVAL_OUT,
-        files=lambda c: {"base_model": c.base, "suite": c.suite.path},
+        # the base, or a cascade champion (`cascade.champion`: the base is its tunable tier)
+        files=lambda c: champion_files(c) | {"suite": c.suite.path},
         config=_eval_config,
         resumable=True,
     ),
@@ -243,11 +250,25 @@ PHASES: tuple[Phase, ...] = (
         resumable=True,
     ),
     Phase(
+        "compose",
+        run_compose,
+        outputs=(CASCADE_FILE, COMPOSITION_FILE, FRONTIER_FILE),
+        # each tier alone on the validation slice, composed; the trained tier is the merged model
+        after=("train", "merge", "doctor"),
+        files=lambda c: {"base_model": c.base, "suite": c.suite.path} | cascade_files(c),
+        config=lambda c: (
+            _eval_config(c) | {"cascade": c.cascade.model_dump(mode="json") if c.cascade else None}
+        ),
+        enabled=lambda c: c.serve.challenger == "cascade",
+        resumable=True,  # each tier's eval fills its missing samples
+    ),
+    Phase(
         "eval_post",
         run_eval_post,
         outputs=EVAL_OUT,
-        # the merged model answers, or the trained adapter on the base (`serve.challenger`)
-        after=("train", "merge", "doctor"),
+        # the merged model answers, the trained adapter on the base, or the composed cascade
+        # (`serve.challenger`)
+        after=("train", "merge", "doctor", "compose"),
         files=lambda c: {"base_model": c.base, "suite": c.suite.path},
         config=lambda c: _eval_config(c) | {"challenger": c.serve.challenger},
         resumable=True,
@@ -267,7 +288,7 @@ PHASES: tuple[Phase, ...] = (
         "gate",
         run_gate,
         outputs=("verdict.json",),
-        after=("eval_pre", "train", "eval_post", "merge", "report"),
+        after=("eval_pre", "train", "eval_post", "merge", "compose", "report"),
         config=lambda c: {
             "gate": c.gate.model_dump(mode="json", exclude={"ledger"}),
             "slices": c.suite.slices,
@@ -329,7 +350,7 @@ def _challenger_phases() -> tuple[Phase, ...]:
         dataclasses.replace(by_name["train"], after=()),
         by_name["merge"],
         by_name["doctor"],
-        by_name["eval_post"],
+        dataclasses.replace(by_name["eval_post"], after=("train", "merge", "doctor")),
     )
 
 

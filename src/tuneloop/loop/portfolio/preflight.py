@@ -29,9 +29,9 @@ from tuneloop.loop.portfolio.run import (
     sealed_rule,
     selection_default,
 )
+from tuneloop.loop.preflight.validation_slice import validation_slice_problems
 from tuneloop.loop.state import load_state, now_iso
-from tuneloop.suite import Suite, resolve_slice
-from tuneloop.suite.rolling import VALIDATION
+from tuneloop.suite import Suite
 
 
 def portfolio_problems(cfg: LoopConfig, suite: Suite | None) -> list[tuple[str, str]]:
@@ -67,49 +67,11 @@ def portfolio_problems(cfg: LoopConfig, suite: Suite | None) -> list[tuple[str, 
 
 def _slice_problems(cfg: LoopConfig, suite: Suite) -> list[tuple[str, str]]:
     assert cfg.portfolio is not None
-    name, gate = cfg.portfolio.selection.slice, cfg.gate.slice
     if cfg.gate.adjudicate == "all":
         return []  # the challengers meet the gate slice itself; no selection slice is read
-    rolling = cfg.suite.rolling
-    if rolling is not None:  # the rounds' gate slices are the rolling split's
-        if name != VALIDATION or rolling.validation_fraction == 0:
-            return [
-                (
-                    "portfolio.selection.slice",
-                    f"{name!r}: with suite.rolling the challengers are compared on its "
-                    "`validation` part, the one slice no round's gate ever takes; set "
-                    "suite.rolling.validation_fraction (e.g. 0.2) and selection.slice: "
-                    "validation",
-                )
-            ]
-        return []
-    if name == gate:
-        return [
-            (
-                "portfolio.selection.slice",
-                f"{name!r} is the gate slice: the challengers are compared on a validation "
-                "slice, and only the chosen one meets the gate slice (add e.g. `validation: "
-                "0.2` to suite.slices, or suite.rolling.validation_fraction)",
-            )
-        ]
-    try:
-        chosen = set(resolve_slice(suite, cfg.suite, name))
-        judged = set(resolve_slice(suite, cfg.suite, gate))
-    except InputError as err:
-        return [("portfolio.selection.slice", str(err))]
-    if not chosen:
-        return [("portfolio.selection.slice", f"slice {name!r} has no items")]
-    shared = chosen & judged
-    if shared:
-        return [
-            (
-                "portfolio.selection.slice",
-                f"slice {name!r} shares {len(shared)} items with the gate slice {gate!r} (e.g. "
-                f"{sorted(shared)[0]!r}); a validation slice must never overlap the slice the "
-                "gate looks at once",
-            )
-        ]
-    return []
+    return validation_slice_problems(
+        cfg, suite, cfg.portfolio.selection.slice, "portfolio.selection.slice", "challengers"
+    )
 
 
 def challenger_files(cfg: LoopConfig) -> dict[str, Path]:

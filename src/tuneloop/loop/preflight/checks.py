@@ -24,6 +24,7 @@ from tuneloop.loop.preflight.capacity import check_memory
 from tuneloop.loop.preflight.findings import Findings
 from tuneloop.loop.preflight.gate_power import check_power
 from tuneloop.loop.preflight.model import check_model
+from tuneloop.loop.preflight.validation_slice import validation_slice_problems
 from tuneloop.registry import Registry, scorers, serve_backends, trainers
 from tuneloop.suite import Suite, load_suite, resolve_slice
 from tuneloop.vllm_env import find_vllm
@@ -74,10 +75,10 @@ def preflight(cfg: LoopConfig) -> Findings:
     _check_paths(cfg, found)
     _check_rules(cfg, found)
     _check_external(cfg, found)
-    _check_challenger(cfg, found)
     _check_training(cfg, found)
     _check_flywheel(cfg, found)
     suite = _load_suite(cfg, found)
+    _check_challenger(cfg, found, suite)
     refused = len(found.errors)
     tokens = check_model(cfg, suite, found)
     if len(found.errors) == refused:  # a base the model check refuses is not sized
@@ -308,9 +309,14 @@ def _check_rules(cfg: LoopConfig, found: Findings) -> None:
         )
 
 
-def _check_challenger(cfg: LoopConfig, found: Findings) -> None:
+def _check_challenger(cfg: LoopConfig, found: Findings, suite: Suite | None) -> None:
     """`serve.challenger: adapter` needs a backend that serves adapters, a trained LoRA adapter
-    and a rank vLLM takes — refused here, not when eval_post starts its server."""
+    and a rank vLLM takes — refused here, not when eval_post starts its server. `cascade`
+    needs its `cascade:` section, composed on a slice that is not the gate's."""
+    if cfg.serve.challenger == "cascade":
+        _check_cascade(cfg, found, suite)
+    elif cfg.cascade is not None:
+        found.error("cascade", "is set but serve.challenger is not `cascade`: it would be ignored")
     if cfg.serve.challenger != "adapter":
         return
     from tuneloop.serve.adapter import VLLM_LORA_RANKS
@@ -340,6 +346,28 @@ def _check_challenger(cfg: LoopConfig, found: Findings) -> None:
             f"{cfg.train.lora.r} is above vLLM's largest LoRA rank ({VLLM_LORA_RANKS[-1]}); "
             "serve.challenger: adapter cannot serve it",
         )
+
+
+def _check_cascade(cfg: LoopConfig, found: Findings, suite: Suite | None) -> None:
+    if cfg.cascade is None:
+        found.error("serve.challenger", "cascade: needs a `cascade:` section (its tiers)")
+        return
+    if cfg.portfolio is not None:
+        found.error(
+            "serve.challenger",
+            "cascade: a portfolio round's challengers are training recipes; a cascade "
+            "challenger in a portfolio is not supported yet (run the cascade round alone)",
+        )
+    if cfg.gate.enabled and suite is not None:
+        for key, message in validation_slice_problems(
+            cfg, suite, cfg.cascade.slice, "cascade.slice", "a cascade's thresholds"
+        ):
+            found.error(key, message)
+    if cfg.cascade.signal == "agreement" and cfg.eval.n_samples < 2:
+        found.error("cascade.signal", "agreement needs eval.n_samples of at least 2")
+    for i, tier in enumerate(cfg.cascade.tiers):
+        if tier.path is not None and not (tier.path / "config.json").is_file():
+            found.error(f"cascade.tiers.{i}.path", f"{tier.path}: not a model folder")
 
 
 def _check_external(cfg: LoopConfig, found: Findings) -> None:

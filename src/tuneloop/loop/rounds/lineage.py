@@ -13,13 +13,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from tuneloop.cascade_spec import read_cascade
 from tuneloop.config import LoopConfig
+from tuneloop.config.cascade import CascadeConfig
 from tuneloop.errors import InputError, read_utf8
 from tuneloop.gate.ledger import Champion, Ledger, RoundStart, open_ledger
 from tuneloop.gate.looks import classify
 from tuneloop.loop.layout import RunLayout, archive_root, ledger_path
-from tuneloop.records import Record, read_record_if_exists, sha256_path, write_record
+from tuneloop.records import (
+    Record,
+    atomic_write_text,
+    read_record_if_exists,
+    sha256_path,
+    write_record,
+)
 from tuneloop.suite import gate_slice_name, load_suite, next_gate_slice, rolling_of
+from tuneloop.suite.rolling import VALIDATION
 
 _ID = re.compile(r"^r(\d{4,})$")
 
@@ -113,8 +124,11 @@ def plan_round(
         gate_slice = _fresh_slice(cfg, ledger)
     bootstrap = champion is None or champion.via == "bootstrap"
     parent = bootstrap_descriptor(cfg) if champion is None else champion.descriptor
-    # an adapter champion is served on its base; the next round trains from its merged model
+    # an adapter champion is served on its base; the next round trains from its merged model;
+    # a cascade champion's round trains its tunable tier
     path = (parent.get("merged") or {}).get("path") or parent.get("path")
+    if parent.get("kind") == "cascade":
+        path = tunable_tier(parent).get("path")
     if not path or not (Path(path) / "config.json").is_file():
         raise InputError(
             f"the champion (v{champion.version if champion else '?'}) has no local "
@@ -185,12 +199,74 @@ def commit_round(cfg: LoopConfig, record: RoundRecord) -> None:
             ledger.add_champion(record.parent, run_id=None, at=record.started_at, via="bootstrap")
         ledger.add_round(RoundStart.of(record))
     write_record(round_layout(cfg, record.round_id).round_file, record)
+    if record.parent.get("kind") == "cascade":  # the pre arm serves the champion itself
+        text = json.dumps(record.parent, indent=2, sort_keys=True) + "\n"
+        atomic_write_text(round_layout(cfg, record.round_id).workdir / CHAMPION_CASCADE, text)
+
+
+def tunable_tier(descriptor: dict[str, Any]) -> dict[str, Any]:
+    """A cascade champion's tier a round trains (`tunable`); InputError when it has none."""
+    tiers = [c for c in descriptor.get("components", []) if c.get("tunable")]
+    if len(tiers) != 1:
+        raise InputError(
+            "the champion is a cascade with no tunable tier (one component with "
+            "`tunable: true`, a local model folder): a round has nothing to train"
+        )
+    return dict(tiers[0])
+
+
+CHAMPION_CASCADE = "champion-cascade.json"
+"""A cascade champion's descriptor, written at the top of a round's workdir: its pre arm."""
+
+
+def cascade_round(cfg: LoopConfig, record: RoundRecord) -> CascadeConfig | None:
+    """A round from a cascade champion: the champion's tiers, its tunable one `trained`, the
+    pre arm the champion itself; the composition's rule from `cfg.cascade` when set (else
+    the cheapest cascade as accurate as its best tier, composed on the rolling split's
+    validation part). None for a single champion."""
+    parent = record.parent
+    if parent.get("kind") != "cascade":
+        return None
+    where = f"champion v{record.parent_version} (a cascade)"
+    spec = read_cascade(parent, where)  # InputError naming the champion and the tier
+    tiers = []
+    for tier in spec.tiers:
+        entry: dict[str, Any] = {"name": tier.name, "usd_per_1m": tier.usd_per_1m}
+        if tier.tunable:
+            entry["model"] = "trained"
+        elif tier.endpoint is not None:
+            entry |= {"endpoint": tier.endpoint, "model": tier.model}
+            entry |= {"api_key_env": tier.api_key_env} if tier.api_key_env else {}
+        else:
+            entry["path"] = Path(str(tier.path))
+        tiers.append(entry)
+    signal = next((t.signal for t in spec.tiers if t.signal), None)
+    rule = (
+        cfg.cascade.model_dump(exclude={"tiers", "champion"})
+        if cfg.cascade is not None
+        else {"objective": "min_cost_non_inferior", "slice": VALIDATION}
+        | ({"signal": signal} if signal else {})
+    )
+    champion = round_layout(cfg, record.round_id).workdir / CHAMPION_CASCADE
+    try:
+        return CascadeConfig.model_validate(rule | {"tiers": tiers, "champion": champion})
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise InputError(
+            f"{where}: its tiers do not make a round's cascade: {loc}: {first['msg']}"
+        ) from None
 
 
 def round_config(cfg: LoopConfig, record: RoundRecord) -> LoopConfig:
-    """The loop config of one round: its folder, the champion as base, its slices."""
+    """The loop config of one round: its folder, the champion as base, its slices (and from
+    a cascade champion, its cascade: `cascade_round`)."""
+    cascade = cascade_round(cfg, record)
+    serve = cfg.serve.model_copy(update={"challenger": "cascade"}) if cascade else cfg.serve
     return cfg.model_copy(
         update={
+            "serve": serve,
+            "cascade": cascade or cfg.cascade,
             "name": f"{cfg.name}-{record.round_id}",
             "workdir": round_layout(cfg, record.round_id).workdir,
             "base_model": Path(record.base_model),
