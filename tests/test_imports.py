@@ -51,6 +51,7 @@ CORE = {
     "pidlock",
     "tiers",
     "cascade_spec",
+    "axes",
 }
 ORCHESTRATION = {"loop", "flywheel", "view"}
 ORCHESTRATION_ORDER = ("view", "flywheel", "loop")

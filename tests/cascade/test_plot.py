@@ -8,10 +8,10 @@ from pathlib import Path
 
 from tests.cascade.test_compose import tiers, write_tier
 from tests.installed import tuneloop
-from tuneloop.cascade import CompositionRecord, compose_logs
-from tuneloop.cascade.compose import Point, TierFigures
+from tuneloop.cascade import compose_logs
 from tuneloop.cascade.plot import frontier_svg, shown_rows
 from tuneloop.records import read_record
+from tuneloop.records.composition import CompositionRecord, Point, TierFigures
 
 SVG = "{http://www.w3.org/2000/svg}"
 

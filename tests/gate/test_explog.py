@@ -1,15 +1,23 @@
 """EXPERIMENT-LOG.md entries (gate/explog.py): a verdict's entry, unchanged without a
-portfolio, and a portfolio round's challengers closing it."""
+portfolio or a cascade, a portfolio round's challengers closing it, and a cascade round's
+composition and gate-slice figures after its bar (tests/cascade_fixture.py)."""
 
 from __future__ import annotations
 
 from copy import deepcopy
+from pathlib import Path
 from typing import Any
 
-from tuneloop.gate.explog import portfolio_lines, verdict_entry
+from tuneloop.gate import Bar, adjudicate
+from tuneloop.gate.explog import cascade_lines, log_path, portfolio_lines, verdict_entry
+from tuneloop.records import write_jsonl
+from tuneloop.records.cascade_table import CascadeRound, gate_figures
 from tuneloop.records.portfolio_table import markdown_table
+from tuneloop.samplelog import load_sample_log
 
+from ..cascade_fixture import as_cascade, as_champion, composition_record
 from ..portfolio_fixture import DEFAULT, FAILED, SELECTED, portfolio_record
+from .conftest import LogMaker, improved, item_id
 
 _VERDICT: dict[str, Any] = {
     "decided_at": "2026-01-01T01:00:00+00:00",
@@ -82,8 +90,9 @@ EXPECTED_R1 = """\
 def test_without_a_portfolio_the_entry_is_unchanged() -> None:
     assert verdict_entry(VERDICTS[0]) == EXPECTED_R1
     for v in VERDICTS:
-        assert verdict_entry(v, None) == verdict_entry(v)
+        assert verdict_entry(v, None) == verdict_entry(v) == verdict_entry(v, None, None)
         assert "Challengers" not in verdict_entry(v)
+        assert "Cascade" not in verdict_entry(v) and "gate slice" not in verdict_entry(v)
 
 
 def test_portfolio_lines_list_every_challenger() -> None:
@@ -144,3 +153,86 @@ def test_gate_p_column_under_adjudicate_all() -> None:
 
 def test_markdown_table_escapes_pipes() -> None:
     assert markdown_table(["a|b"], [["x|y"]]) == ["| a\\|b |", "|---|", "| x\\|y |"]
+
+
+CASCADE_LINES = [
+    "- Cascade chosen on the validation slice: thresholds -0.8 (served at -0.9) → 80.0% at "
+    "1.4e-05 USD per item; items answered: `small` 70%, `big` 30%",
+    "- Answered on the gate slice: `small` 7 (70.0%), `big` 2 (20.0%), no answer 1 of 10 items",
+    "- Mean cost per item on the gate slice: champion (pre) 4e-05 USD (10 items), cascade "
+    "(post) 1.09e-05 USD (9 items); 0.272 × the champion's",
+]
+
+
+def _cascade_round(item_ids: list[str], pre: Path, post: Path) -> CascadeRound:
+    _, pre_rows = load_sample_log(pre)
+    _, post_rows = load_sample_log(post)
+    return CascadeRound(
+        composition_record(), gate_figures(["small", "big"], pre_rows, post_rows, item_ids)
+    )
+
+
+def _cascade_logs(make_log: LogMaker, n: int, suffix: str = "") -> tuple[Path, Path]:
+    """The gate tests' logs on n items (one sample each), priced and answered as in
+    tests/cascade_fixture.py."""
+    champ = make_log(f"champ{suffix}", [[0.0]] * n)
+    chall = make_log(f"chall{suffix}", improved(n, every=2, n_samples=1))
+    for log, arm in ((champ, "pre"), (chall, "post")):
+        _, rows = load_sample_log(log)
+        cast = [as_champion(r) if arm == "pre" else as_cascade(r, i) for i, r in enumerate(rows)]
+        write_jsonl(log / "samples.jsonl", [r.to_json() for r in cast])
+    return champ, chall
+
+
+def test_a_cascade_round_says_its_thresholds_coverage_and_cost_after_the_bar(
+    make_log: LogMaker,
+) -> None:
+    champ, chall = _cascade_logs(make_log, 10)
+    cascade = _cascade_round([item_id(i) for i in range(10)], champ, chall)
+    assert cascade_lines(cascade) == CASCADE_LINES
+    plain = verdict_entry(VERDICTS[0]).splitlines()
+    entry = verdict_entry(VERDICTS[0], cascade=cascade).splitlines()
+    at = next(i for i, line in enumerate(plain) if line.startswith("- Bar: ")) + 1
+    assert entry == [*plain[:at], *CASCADE_LINES, *plain[at:]]
+    # no `$` on the lines: two of them on one line would render as math
+    assert not any("$" in line for line in CASCADE_LINES)
+
+
+def test_the_gate_writes_a_cascade_round_s_entry(make_log: LogMaker, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.db"
+    champ, chall = _cascade_logs(make_log, 60)
+    ids = [item_id(i) for i in range(60)]
+    adjudicate(
+        champ,
+        chall,
+        bar=Bar(),
+        slice_name="gate",
+        item_ids=ids,
+        ledger_path=ledger,
+        out_dir=tmp_path / "one",
+        run_id="one",
+    )
+    plain = log_path(ledger).read_text()
+    assert "Cascade chosen" not in plain and "gate slice" not in plain
+    # a second round, on fresh items, with the composition it served
+    champ, chall = _cascade_logs(make_log, 120, suffix="2")
+    adjudicate(
+        champ,
+        chall,
+        bar=Bar(),
+        slice_name="gate",
+        item_ids=[item_id(i) for i in range(60, 120)],
+        ledger_path=ledger,
+        out_dir=tmp_path / "two",
+        run_id="two",
+        composition=composition_record(),
+    )
+    entry = log_path(ledger).read_text()[len(plain) :].splitlines()
+    assert "run `two`" in entry[2]
+    assert CASCADE_LINES[0] in entry
+    assert (
+        "- Answered on the gate slice: `small` 42 (70.0%), `big` 12 (20.0%), no answer 6 of "
+        "60 items" in entry
+    )
+    cost = next(line for line in entry if line.startswith("- Mean cost per item"))
+    assert cost.startswith("- Mean cost per item on the gate slice: champion (pre) 4e-05 USD (60")

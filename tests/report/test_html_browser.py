@@ -22,10 +22,16 @@ from typing import Any
 
 import pytest
 
+from tuneloop.config import load_config
 from tuneloop.gate.verdict_record import GateVerdict
+from tuneloop.loop.handover import capstone_inputs
+from tuneloop.loop.layout import RunLayout
+from tuneloop.loop.state import RunState
 from tuneloop.records import read_record
+from tuneloop.report.html import write_run_html
 from tuneloop.report.record import DeltaReport
 
+from ..cascade_fixture import make_cascade_round
 from .htmlround import CANARY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -223,6 +229,39 @@ def test_screenshots(seen: Seen, tmp_path: Path) -> None:
     whole = seen.shoot("report-full.png", tmp_path)
     top = seen.shoot("report-verdict.png", tmp_path, "#verdict")
     assert whole.stat().st_size > 20_000 and top.stat().st_size > 5_000
+
+
+def test_a_cascade_round_s_section_as_seen(browser: Any, html_round: Path, tmp_path: Path) -> None:
+    """The same round as a cascade round (tests/cascade_fixture.py): its section, linked, with
+    the compose phase's frontier.svg shown as an image the page's CSP allows."""
+    work = tmp_path / "work"
+    shutil.copytree(html_round, work)
+    make_cascade_round(work)
+    cfg = load_config(html_round.parent / "loop.yaml")
+    cfg = cfg.model_copy(update={"serve": cfg.serve.model_copy(update={"challenger": "cascade"})})
+    state = read_record(work / "state.json", RunState)
+    verdict = read_record(work / "gate" / "verdict.json", GateVerdict)
+    page_file = work / "capstone" / "report.html"
+    write_run_html(page_file, cfg, state, capstone_inputs(cfg, RunLayout(work), state), verdict)
+    seen = Seen(browser, page_file)
+    check_what_a_person_sees(seen, work)
+    page = seen.page
+    assert page.get_by_role("heading", name="Cascade", exact=True).is_visible()
+    assert page.locator("nav a[href='#cascade']").is_visible()
+    frontier = page.locator("#cascade-frontier")
+    assert frontier.is_visible()
+    assert (
+        page.evaluate(
+            "() => { const i = document.getElementById('cascade-frontier');"
+            " return i.complete && i.naturalWidth; }"
+        )
+        == 640
+    )  # the SVG's own width: it loaded and drew
+    assert page.locator("#cascade-tiers tbody tr").count() == 2
+    assert page.locator("#cascade-coverage tbody tr").count() == 3  # small, big, no answer
+    assert page.inner_text("#cascade-chosen").startswith("Chosen: thresholds -0.8")
+    seen.shoot("report-cascade.png", tmp_path, "#cascade")
+    assert not seen.problems, seen.problems
 
 
 def test_the_demo_report_as_seen(browser: Any, tmp_path: Path) -> None:

@@ -24,9 +24,8 @@ def test_lines_draw_bands_and_a_legend_for_two_series() -> None:
     assert "post&quot;" in out
 
 
-def test_lines_of_nothing_is_empty_and_ticks_are_round() -> None:
+def test_lines_of_nothing_is_empty() -> None:
     assert svg.lines([], x_label="x", y_label="y") == ""
-    assert svg._ticks(0.0, 1.0) == [0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
 
 
 def test_a_small_multiple_with_a_mark_inside_its_range() -> None:

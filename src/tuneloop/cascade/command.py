@@ -8,14 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tuneloop.cascade.plot import frontier_svg, shown_rows, thresholds_text
+from tuneloop.cascade.plot import frontier_svg, shown_rows
 from tuneloop.config import SlicingConfig, parse_slice_fractions
 from tuneloop.errors import InputError, require_writable_dir
 from tuneloop.records import atomic_write_text, write_record
+from tuneloop.records.cascade_table import thresholds_text
 from tuneloop.suite import load_suite, resolve_slice
 
 if TYPE_CHECKING:
-    from tuneloop.cascade.compose import CompositionRecord
+    from tuneloop.records.composition import CompositionRecord
 
 COMPOSITION_FILE = "composition.json"
 FRONTIER_FILE = "frontier.svg"
@@ -81,6 +82,13 @@ def compose(
     slices: Annotated[
         str, typer.Option(help="The suite's slices, as loop.yaml's suite.slices.")
     ] = "dev=0.5,gate=0.5",
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            help="Map each handing-off tier's signal to P(correct) by an isotonic fit on the "
+            "composed items first; thresholds are then probabilities."
+        ),
+    ] = False,
 ) -> None:
     """A cascade's accuracy/cost frontier from each tier's own sample log, and the threshold
     a declared objective picks — no model is called. Choose on validation items only. Writes
@@ -111,6 +119,7 @@ def compose(
         budget=budget,
         epsilon=epsilon,
         item_ids=items,
+        calibrate=calibrate,
     )
     out.mkdir(parents=True, exist_ok=True)
     write_record(out / COMPOSITION_FILE, record)

@@ -9,10 +9,13 @@ cascade sees on a greedy request), or with `agreement` the share of the item's s
 answer is the first sample's (k samples at a temperature above 0); its cost at a tier is
 that tier's completion tokens × its price. The threshold is chosen by a declared objective
 on the items given (the validation part): the most accurate setting under a cost budget, or
-the cheapest whose accuracy is at least the best single tier's less ε. The record
-(`CompositionRecord`) holds the whole frontier, each tier alone, the objective and the
-choice, with the hash of what was chosen and of the logs it was chosen on, and the chosen
-cascade as a champion descriptor.
+the cheapest whose accuracy is at least the best single tier's less ε. With `calibrate`, each
+handing-off tier's signal is first mapped to P(correct) by an isotonic map fitted on the same
+items (`tuneloop.stats.calibration`); the thresholds, the frontier and the descriptor (which
+carries the maps, as the served cascade applies them) are then in probability units. The record
+(`CompositionRecord`, in `records.composition` so that the pages read it) holds the whole
+frontier, each tier alone, the objective and the choice, with the hash of what was chosen
+and of the logs it was chosen on, and the chosen cascade as a champion descriptor.
 """
 
 from __future__ import annotations
@@ -21,14 +24,20 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from tuneloop.client.confidence import signal_value
 from tuneloop.errors import InputError
-from tuneloop.records import Record, canonical_json, sha256_bytes
+from tuneloop.records import canonical_json, sha256_bytes
+from tuneloop.records.composition import (
+    CompositionRecord,
+    Objective,
+    Point,
+    Signal,
+    TierFigures,
+)
 from tuneloop.samplelog import (
     EvalSummary,
     SampleRow,
@@ -36,15 +45,13 @@ from tuneloop.samplelog import (
     load_sample_log,
     log_sha256,
 )
+from tuneloop.stats.calibration import IsotonicMap, fit_isotonic
 from tuneloop.stats.cascade import (
     CascadeOutcome,
     best_under_cost,
     cheapest_non_inferior,
     frontier,
 )
-
-Signal = Literal["mean_logprob", "min_margin", "agreement"]
-Objective = Literal["max_accuracy_under_cost", "min_cost_non_inferior"]
 
 
 @dataclass(frozen=True)
@@ -58,53 +65,6 @@ class Tier:
     there (else the log's own record: the loop's served artifact, or its endpoint)."""
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Point(_Row):
-    thresholds: list[float]
-    accuracy: float
-    cost: float
-    """Mean dollars per item."""
-    coverage: list[float]
-
-
-class TierFigures(_Row):
-    name: str
-    log: str
-    log_sha256: str
-    model: str
-    usd_per_1m: float
-    accuracy: float
-    cost: float
-    """Mean dollars per item when this tier answers everything alone."""
-
-
-class CompositionRecord(Record):
-    KIND: ClassVar[str] = "composition"
-    VERSION: ClassVar[int] = 1
-
-    signal: Signal
-    objective: Objective
-    budget: float | None
-    epsilon: float
-    n_items: int
-    item_ids_sha256: str
-    tiers: list[TierFigures]
-    frontier: list[Point]
-    chosen: Point | None
-    """The setting the objective picks; None when none meets it."""
-    chosen_sha256: str | None
-    """sha256 of the chosen thresholds with the signal, tiers (names, logs' hashes, prices)
-    and objective: what a descriptor records as sealed."""
-    reason: str
-    descriptor: dict[str, Any] | None
-    """The chosen cascade as a champion descriptor (`kind: cascade`, its tiers in order with
-    their model, endpoint, price, signal and hand-off threshold, and `composition_sha256`);
-    None when nothing was chosen."""
-
-
 def compose_logs(
     tiers: Sequence[Tier],
     *,
@@ -113,6 +73,7 @@ def compose_logs(
     budget: float | None = None,
     epsilon: float = 0.0,
     item_ids: Sequence[str] | None = None,
+    calibrate: bool = False,
 ) -> CompositionRecord:
     """The frontier and the choice (module docstring); InputError naming the log for logs of
     other items or suites, or a tier that hands off without confidences."""
@@ -148,6 +109,10 @@ def compose_logs(
                 cost=float(k.mean()),
             )
         )
+    maps = None
+    if calibrate:  # fitted on these items only: what the thresholds are chosen on
+        maps = [fit_isotonic(_finite(c), s) for c, s in zip(confs[:-1], scores[:-1], strict=True)]
+        confs = [m(c) for m, c in zip(maps, confs, strict=False)] + confs[len(maps) :]
     front = frontier(scores, confs, costs)
     chosen, reason = _choose(front, figures, objective, budget, epsilon)
     sealed = None
@@ -159,6 +124,7 @@ def compose_logs(
             "objective": objective,
             "budget": budget,
             "epsilon": epsilon,
+            **({"calibration": _maps_json(maps)} if maps is not None else {}),
         }
         sealed = sha256_bytes(canonical_json(what).encode())
     return CompositionRecord(
@@ -173,12 +139,25 @@ def compose_logs(
         chosen=_point(chosen) if chosen is not None else None,
         chosen_sha256=sealed,
         reason=reason,
+        calibration=_maps_json(maps) if maps is not None else None,
         descriptor=(
-            _descriptor(tiers, logs, figures, signal, _served(chosen, confs), sealed)
+            _descriptor(tiers, logs, figures, signal, _served(chosen, confs), sealed, maps)
             if chosen is not None and all(math.isfinite(t) for t in chosen.thresholds)
             else None  # +inf hands every item on: that tier alone, not a cascade
         ),
     )
+
+
+def _finite(conf: np.ndarray) -> np.ndarray:
+    """The signal with +inf (no margin to measure: certain) above every finite value, so that
+    the map can be fitted; applied, the map holds its top value there."""
+    finite = conf[np.isfinite(conf)]
+    top = float(finite.max()) + 1.0 if finite.size else 0.0
+    return np.where(np.isposinf(conf), top, conf)
+
+
+def _maps_json(maps: list[IsotonicMap]) -> list[dict[str, list[float]] | None]:
+    return [{"x": list(m.x), "y": list(m.y)} for m in maps] + [None]
 
 
 def _served(chosen: CascadeOutcome, confs: Sequence[np.ndarray]) -> list[float]:
@@ -200,6 +179,7 @@ def _descriptor(
     signal: Signal,
     thresholds: list[float],
     sealed: str | None,
+    maps: list[IsotonicMap] | None,
 ) -> dict[str, Any]:
     components = []
     for i, (tier, (summary, _), figures) in enumerate(zip(given, logs, tiers, strict=True)):
@@ -219,6 +199,11 @@ def _descriptor(
                 "usd_per_1m": figures.usd_per_1m,
                 # the last tier always answers
                 **({} if last else {"signal": signal, "threshold": thresholds[i]}),
+                **(
+                    {"calibration": {"x": list(maps[i].x), "y": list(maps[i].y)}}
+                    if maps is not None and not last
+                    else {}
+                ),
             }
         )
     name = "-".join(t.name for t in tiers)

@@ -23,8 +23,11 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import TYPE_CHECKING
 
+from tuneloop.axes import nice_ticks
+from tuneloop.records.cascade_table import thresholds_text
+
 if TYPE_CHECKING:
-    from tuneloop.cascade.compose import CompositionRecord, Point
+    from tuneloop.records.composition import CompositionRecord, Point
 
 WIDTH, HEIGHT = 640, 400
 LEFT, RIGHT, TOP, BOTTOM = 64, 24, 48, 40
@@ -128,11 +131,11 @@ def _frame(record: CompositionRecord, ax: _Axes) -> list[str]:
         f'<text x="{X0}" y="18" class="title">{escape(title)}</text>',
         f'<text x="{X0}" y="34" class="sub">{escape(sub)}</text>',
     ]
-    for t in _ticks(ax.ylo * 100, ax.yhi * 100):
+    for t in nice_ticks(ax.ylo * 100, ax.yhi * 100):
         y = ax.y(t / 100)
         out.append(f'<line x1="{X0}" x2="{X1}" y1="{_n(y)}" y2="{_n(y)}" class="grid"/>')
         out.append(f'<text x="{X0 - 6}" y="{_n(y + 4)}" class="label">{t:.3g}%</text>')
-    ticks = _ticks(0.0, ax.xhi, 6)
+    ticks = nice_ticks(0.0, ax.xhi, 6)
     for t in ticks:
         x = _n(ax.x(t))
         out.append(f'<line x1="{x}" x2="{x}" y1="{Y1}" y2="{Y0}" class="grid"/>')
@@ -159,11 +162,6 @@ def shown_rows(n: int, chosen: int | None, limit: int = 15) -> list[int]:
         near = min(range(1, limit - 1), key=lambda k: (abs(picks[k] - chosen), k))
         picks[near] = chosen
     return sorted(set(picks))
-
-
-def thresholds_text(thresholds: Sequence[float]) -> str:
-    """Hand-off thresholds as printed: 3 significant digits, +inf (hand every item on) as ∞."""
-    return ", ".join("∞" if math.isinf(t) and t > 0 else f"{t:.3g}" for t in thresholds)
 
 
 def _frontier(front: Sequence[Point], ax: _Axes, labels: _Labels) -> list[str]:
@@ -265,17 +263,6 @@ def _floor(record: CompositionRecord) -> tuple[float, str] | None:
 
 def _n(x: float) -> str:
     return f"{x:.1f}"
-
-
-def _ticks(lo: float, hi: float, want: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi] (1-2-5 steps), as report/svg.py's."""
-    if not hi > lo:
-        return [lo]
-    raw = (hi - lo) / want
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step - 1e-9) * step
-    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
 
 
 def _money(v: float, ticks: Sequence[float]) -> str:

@@ -78,6 +78,9 @@ class CascadeConfig(Section):
     """Accuracy given up against the best single tier (`min_cost_non_inferior`)."""
     slice: str = "dev"
     """The validation slice the thresholds are chosen on; never the gate slice."""
+    calibrate: bool = False
+    """Map each handing-off tier's signal to P(correct) by an isotonic fit on `slice` before
+    choosing (the descriptor carries the maps; thresholds are then probabilities)."""
     champion: ConfigPath | None = None
     """A cascade descriptor the pre arm serves instead of `base_model` (a round from a
     cascade champion sets it: `base_model` is then its tunable tier, what training starts

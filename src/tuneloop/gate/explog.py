@@ -10,6 +10,12 @@ rule, the slice it consumed, the budget against the estimate and how the spend w
 then one table row per challenger (recipe, estimated and measured training seconds,
 validation mean, its figures against the default, failed and why, selected and why). The
 words are `records.portfolio_table`'s, which the capstone and the dashboard show too.
+
+A cascade round's entry (`serve.challenger: cascade`) says, after the bar, what the composed
+cascade was and did (`cascade_lines`): the thresholds chosen on the validation slice, how many
+gate-slice answers each tier gave, and each arm's mean cost per item, counted from the two
+sample logs (`cascade_round`); the words are `records.cascade_table`'s, which the capstone
+shows too.
 """
 
 from __future__ import annotations
@@ -20,6 +26,14 @@ from typing import Any
 
 from tuneloop.gate.champion import describe
 from tuneloop.gate.verdict_record import CostResult
+from tuneloop.records.cascade_table import (
+    CascadeRound,
+    chosen_sentence,
+    cost_text,
+    coverage_text,
+    gate_figures,
+)
+from tuneloop.records.composition import CompositionRecord
 from tuneloop.records.portfolio_table import (
     challenger_cells,
     choice_sentence,
@@ -28,6 +42,7 @@ from tuneloop.records.portfolio_table import (
     summary_line,
 )
 from tuneloop.records.selection import PortfolioRecord
+from tuneloop.samplelog import load_sample_log
 
 LOG_NAME = "EXPERIMENT-LOG.md"
 _HEADER = "# Experiment log\n\nOne entry per gate round, appended by `tuneloop gate`.\n"
@@ -52,9 +67,14 @@ def append_entry(path: Path, marker: str, text: str) -> bool:
     return True
 
 
-def verdict_entry(v: dict[str, Any], portfolio: PortfolioRecord | None = None) -> str:
+def verdict_entry(
+    v: dict[str, Any],
+    portfolio: PortfolioRecord | None = None,
+    cascade: CascadeRound | None = None,
+) -> str:
     """The Markdown entry of one verdict record (a `GateVerdict.to_json()` dict); a portfolio
-    round's challengers (its `challengers/selection.json`) close it, under `- Challengers:`."""
+    round's challengers (its `challengers/selection.json`) close it, under `- Challengers:`;
+    a cascade round's composition and gate-slice figures follow the bar."""
     s, bar = v["stats"], v["bar"]
     champ, chall = v["champion"], v["challenger"]
     reuse = v.get("slice_reuse")
@@ -82,6 +102,8 @@ def verdict_entry(v: dict[str, Any], portfolio: PortfolioRecord | None = None) -
     ]
     if v.get("cost"):
         lines.append(f"- {CostResult.model_validate(v['cost']).sentence()}")
+    if cascade is not None:
+        lines += cascade_lines(cascade)
     if v["reasons"]:
         lines.append("- Reasons: " + "; ".join(v["reasons"]))
     else:
@@ -111,6 +133,27 @@ def portfolio_lines(record: PortfolioRecord) -> list[str]:
         "",
         choice_sentence(record),
     ]
+
+
+def cascade_lines(cascade: CascadeRound) -> list[str]:
+    """A cascade round in a few Markdown lines: the chosen thresholds on the validation
+    slice, the answers per tier on the gate slice, and each arm's mean cost per item."""
+    figures = cascade.gate
+    return [
+        f"- Cascade chosen on the validation slice: {chosen_sentence(cascade.composition)}",
+        f"- Answered on the gate slice: {coverage_text(figures)}",
+        f"- Mean cost per item on the gate slice: {cost_text(figures)}",
+    ]
+
+
+def cascade_round(
+    composition: CompositionRecord, champion_log: Path, challenger_log: Path, item_ids: list[str]
+) -> CascadeRound:
+    """The composition with both arms' figures on the gate slice, read from their logs."""
+    _, pre = load_sample_log(Path(champion_log))
+    _, post = load_sample_log(Path(challenger_log))
+    names = [t.name for t in composition.tiers]
+    return CascadeRound(composition, gate_figures(names, pre, post, item_ids))
 
 
 def approval_entry(run_id: str, at: str, version: int, descriptor: dict[str, Any]) -> str:

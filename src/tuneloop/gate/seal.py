@@ -35,7 +35,7 @@ def seal_bar(
     ledger_path: Path, seal_id: str, bar: Bar, slice_name: str, item_ids: list[str], at: str
 ) -> SealedBar:
     """Store the bar under `seal_id` (idempotent for the same bar); refuse a different one."""
-    record = _sealed(seal_id, bar.to_dict(), bar.sha256(), slice_name, item_ids, at)
+    record = _sealed(seal_id, bar.to_dict(), slice_name, item_ids, at, digest=bar.sha256())
     previous = _store(ledger_path, record)
     if previous.seal_sha256() != record.seal_sha256():
         raise InputError(
@@ -71,8 +71,7 @@ def seal_selection(
     `rule`, hashed like a bar (`sealed_bars`, seal id `<run id>:selection`). The same rule
     again is a no-op (a resumed round); another one is refused — a challenger may already
     have a number."""
-    digest = selection_sha256(rule)
-    record = _sealed(selection_seal_id(run_id), rule, digest, slice_name, item_ids, at)
+    record = _sealed(selection_seal_id(run_id), rule, slice_name, item_ids, at)
     previous = _store(ledger_path, record)
     if previous.seal_sha256() != record.seal_sha256():
         raise InputError(
@@ -104,8 +103,7 @@ def seal_composition(
     the chosen setting and the descriptor's hash, in `choice`, hashed like a bar (seal id
     `<run id>:composition`). The same choice again is a no-op (a resumed round); another one
     is refused — the cascade the gate may already have numbers for was that one."""
-    digest = selection_sha256(choice)
-    record = _sealed(composition_seal_id(run_id), choice, digest, slice_name, item_ids, at)
+    record = _sealed(composition_seal_id(run_id), choice, slice_name, item_ids, at)
     previous = _store(ledger_path, record)
     if previous.seal_sha256() != record.seal_sha256():
         raise InputError(
@@ -119,12 +117,19 @@ def seal_composition(
 
 
 def _sealed(
-    seal_id: str, what: dict[str, Any], digest: str, slice_name: str, item_ids: list[str], at: str
+    seal_id: str,
+    what: dict[str, Any],
+    slice_name: str,
+    item_ids: list[str],
+    at: str,
+    digest: str | None = None,
 ) -> SealedBar:
+    """A seal of `what` (a bar with its own `digest`, or a rule or choice hashed as its
+    canonical JSON) on the slice's items."""
     return SealedBar(
         seal_id=seal_id,
         bar=what,
-        bar_sha256=digest,
+        bar_sha256=digest if digest is not None else selection_sha256(what),
         slice=slice_name,
         items_sha256=items_sha256(item_ids),
         n_items=len(item_ids),
@@ -154,7 +159,12 @@ def check_seal(
             "`tuneloop run CONFIG --from eval_post`"
         )
     asked = _sealed(
-        sealed.seal_id, bar.to_dict(), bar.sha256(), slice_name, item_ids, sealed.sealed_at
+        sealed.seal_id,
+        bar.to_dict(),
+        slice_name,
+        item_ids,
+        sealed.sealed_at,
+        digest=bar.sha256(),
     )
     if asked.seal_sha256() != sealed.seal_sha256():
         raise InputError(

@@ -37,7 +37,7 @@ from tuneloop.gate.arms import Arm, load_arms
 from tuneloop.gate.bar import Bar
 from tuneloop.gate.champion import parse_descriptor
 from tuneloop.gate.cost import cost_conditions, judge_cost
-from tuneloop.gate.explog import append_entry, log_path, verdict_entry
+from tuneloop.gate.explog import append_entry, cascade_round, log_path, verdict_entry
 from tuneloop.gate.ledger import (
     Champion,
     Consumption,
@@ -60,6 +60,8 @@ from tuneloop.gate.verdict_record import (
     make_evidence,
 )
 from tuneloop.records import write_record
+from tuneloop.records.cascade_table import CascadeRound
+from tuneloop.records.composition import CompositionRecord
 from tuneloop.records.selection import PortfolioRecord
 
 VERDICT_FILE = "verdict.json"
@@ -91,6 +93,7 @@ def adjudicate(
     changes_are_new: bool = False,
     adjudication: dict[str, Any] | None = None,
     portfolio: PortfolioRecord | None = None,
+    composition: CompositionRecord | None = None,
 ) -> GateVerdict:
     """Decide champion vs challenger on a fresh slice; record and return the verdict.
 
@@ -101,15 +104,21 @@ def adjudicate(
     its `adjudication` (recorded in the verdict; its `alpha_used` is the α the decision is made
     at, the Holm level of this challenger under `gate.adjudicate: all`, while the bar sealed
     and hashed stays the nominal one) and its challenger table (`portfolio`, for the
-    experiment log's entry). Raises `InputError` (exit 2, nothing written) for incomparable
-    logs, unpriced logs under a bar with a cost condition, a bad descriptor, a bar other than
-    the sealed one, a run id already judged on other evidence, consumed items without
-    `allow_slice_reuse`, or changed items not declared new.
+    experiment log's entry); a cascade round its `composition`, which the entry shows with
+    the tiers' answers and both arms' cost on the slice. Raises `InputError` (exit 2, nothing
+    written) for incomparable logs, unpriced logs under a bar with a cost condition, a bad
+    descriptor, a bar other than the sealed one, a run id already judged on other evidence,
+    consumed items without `allow_slice_reuse`, or changed items not declared new.
     """
     champ, chall = load_arms(champion_log, challenger_log, item_ids, bar.scorer)
     _check_k(bar, champ)
     cost = _cost(champ, chall, bar)
     descriptor = _descriptor(challenger_descriptor, chall, run_id)
+    cascade = (
+        cascade_round(composition, champion_log, challenger_log, item_ids)
+        if composition is not None
+        else None
+    )
     evidence = make_evidence(
         (Path(champion_log), Path(challenger_log)),
         models or (champ.summary.model, chall.summary.model),
@@ -120,7 +129,7 @@ def adjudicate(
     with open_ledger(ledger_path) as ledger:
         stored = _stored_verdict(ledger, evidence, run_id)
         if stored is not None:
-            _write_outputs(stored, ledger_path, out_dir, portfolio)
+            _write_outputs(stored, ledger_path, out_dir, portfolio, cascade)
             return stored
         if sealed is not None:
             check_seal(sealed, bar, slice_name, item_ids, ledger)
@@ -156,7 +165,7 @@ def adjudicate(
             verdict.cost = cost
             _record(ledger, verdict, bool(previous), promote, contents)
             ledger.add_item_changes(changes)
-    _write_outputs(verdict, ledger_path, out_dir, portfolio)
+    _write_outputs(verdict, ledger_path, out_dir, portfolio, cascade)
     if changes:
         append_entry(log_path(ledger_path), f"item changes {run_id}", changes_entry(changes))
     return verdict
@@ -424,8 +433,12 @@ def _record(
 
 
 def _write_outputs(
-    verdict: GateVerdict, ledger_path: Path, out_dir: Path, portfolio: PortfolioRecord | None
+    verdict: GateVerdict,
+    ledger_path: Path,
+    out_dir: Path,
+    portfolio: PortfolioRecord | None,
+    cascade: CascadeRound | None,
 ) -> None:
     write_record(Path(out_dir) / VERDICT_FILE, verdict)
-    entry = verdict_entry(verdict.to_json(), portfolio)
+    entry = verdict_entry(verdict.to_json(), portfolio, cascade)
     append_entry(log_path(ledger_path), f"verdict {verdict.run_id}", entry)

@@ -65,6 +65,7 @@ from tuneloop.loop.portfolio.run import adjudication_of, adopt_selected, portfol
 from tuneloop.loop.state import RunState
 from tuneloop.loop.warmup import AFTER_WARMUP, WARMUP_STEP, evaluates_warmup
 from tuneloop.records import read_record, write_json, write_record
+from tuneloop.records.composition import CompositionRecord
 
 
 def _evaluate_model(
@@ -384,6 +385,7 @@ def run_gate(ctx: PhaseContext) -> None:
             recipe=round_recipe(ctx.cfg, ctx.workdir),
         )
     portfolio = portfolio_of(ctx.workdir)
+    composed = read_record(run.composition, CompositionRecord) if challenger == "cascade" else None
     verdict = adjudicate(
         run.eval_pre,
         run.eval_post,
@@ -404,6 +406,7 @@ def run_gate(ctx: PhaseContext) -> None:
         changes_are_new=ctx.cfg.suite.item_changes == "new",
         adjudication=adjudication_of(ctx.cfg, portfolio) if portfolio is not None else None,
         portfolio=portfolio,
+        composition=composed,
     )
     ctx.notes["decision"] = verdict.decision
     ctx.notes["verdict_run_id"] = verdict.run_id

@@ -99,6 +99,7 @@ def run_compose(ctx: PhaseContext) -> None:
         objective=section.objective,
         budget=section.budget,
         epsilon=section.epsilon,
+        calibrate=section.calibrate,
     )
     write_record(ctx.layout.composition, record)
     atomic_write_text(ctx.folder / FRONTIER_FILE, frontier_svg(record))
@@ -168,7 +169,9 @@ def _evaluate_tier(ctx: PhaseContext, name: str, folder: Path | None) -> Path:
         )
         return out
     log = ctx.folder / f"server-{name}.log"
-    contract = decoding_contract(cfg)
+    # the contract is the base's, for the tier trained from it; another tier decodes as its
+    # checkpoint says, as the served cascade has it (`serve/cascade/backend.py`)
+    contract = decoding_contract(cfg) if tier.model == "trained" else None
     with serving(folder, cfg.serve, log_path=log, arm="post", decoding=contract) as ep:
         evaluate(
             ep.base_url,

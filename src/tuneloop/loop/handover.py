@@ -34,7 +34,7 @@ def recorded_hash(state: RunState, phase: str, name: str) -> str | None:
 
 
 def capstone_inputs(cfg: LoopConfig, run: RunLayout, state: RunState) -> CapstoneInputs:
-    from tuneloop.report import CapstoneInputs
+    from tuneloop.report import CapstoneInputs, CascadeInputs
 
     data, data_sha256 = trained_file(cfg, run, recorded_hash(state, "train", "data"))
     report = run.replay_report if cfg.replay.teachers is not None else None
@@ -58,6 +58,11 @@ def capstone_inputs(cfg: LoopConfig, run: RunLayout, state: RunState) -> Capston
             else None
         ),
         portfolio=run.portfolio_record if run.portfolio_record.is_file() else None,
+        cascade=(
+            CascadeInputs(run.composition, run.frontier, run.eval_pre, run.eval_post)
+            if cfg.serve.challenger == "cascade"
+            else None
+        ),
     )
 
 

@@ -142,6 +142,13 @@ class RunLayout:
         return self.compose / COMPOSITION_FILE
 
     @property
+    def frontier(self) -> Path:
+        """The composition's accuracy/cost frontier, drawn (`cascade.plot.frontier_svg`)."""
+        from tuneloop.cascade.command import FRONTIER_FILE
+
+        return self.compose / FRONTIER_FILE
+
+    @property
     def eval_post(self) -> Path:
         return self.phase("eval_post")
 

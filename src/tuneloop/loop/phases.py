@@ -307,6 +307,7 @@ PHASES: tuple[Phase, ...] = (
             "train",
             "merge",
             "doctor",
+            "compose",
             "eval_post",
             "report",
             "gate",

@@ -32,7 +32,10 @@ RECORDS: dict[str, tuple[str, str]] = {
         "`tuneloop select --out`; challengers/selection.json's decision",
     ),
     "PortfolioRecord": ("tuneloop.records.selection", "challengers/selection.json (portfolio)"),
-    "CompositionRecord": ("tuneloop.cascade.compose", "`tuneloop compose --out`: composition.json"),
+    "CompositionRecord": (
+        "tuneloop.records.composition",
+        "`tuneloop compose --out`; compose/composition.json (cascade round)",
+    ),
     "TrainRunRecord": ("tuneloop.train.settings", "train/adapter/train_settings.json"),
     "RunBudget": ("tuneloop.train.budget", "train/adapter/budget.json (`train.max_seconds`)"),
     "HealthStop": (

@@ -26,11 +26,12 @@ if TYPE_CHECKING:
     from tuneloop.report.build import compare
     from tuneloop.report.capstone import write_capstone
     from tuneloop.report.delta import compute_delta
-    from tuneloop.report.inputs import CapstoneInputs, VerdictView
+    from tuneloop.report.inputs import CapstoneInputs, CascadeInputs, VerdictView
     from tuneloop.report.record import DeltaReport
 
 __all__ = [
     "CapstoneInputs",
+    "CascadeInputs",
     "DeltaReport",
     "VerdictView",
     "compare",
@@ -43,6 +44,7 @@ _LAZY = {
     "compute_delta": "delta",
     "DeltaReport": "record",
     "CapstoneInputs": "inputs",
+    "CascadeInputs": "inputs",
     "VerdictView": "inputs",
     "write_capstone": "capstone",
 }

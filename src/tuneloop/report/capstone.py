@@ -6,6 +6,9 @@ It only *reads* what the phases wrote — the pre-evaluation summary and the del
 typed — and stamps the machine and package versions; it computes no statistic of its own. A
 section whose artifact does not exist says "not measured" rather than leaving a gap.
 
+A cascade round's `## Cascade` (the composition, its frontier, and the answers per tier and
+cost per item on the gate slice) is `report/cascade_section.py`'s, which report.html shares.
+
 Run by the loop's `capstone` phase (`loop/adapters.run_capstone`, inputs unpacked in
 `loop/handover.py`). It takes the state and the verdict through read-only protocols rather
 than their classes, so that this phase imports neither the loop nor the gate.
@@ -30,6 +33,7 @@ from tuneloop.records.portfolio_table import (
 from tuneloop.records.replay import ReplayReport
 from tuneloop.records.run import RunView
 from tuneloop.records.selection import PortfolioRecord
+from tuneloop.report.cascade_section import cascade_lines, cascade_section
 from tuneloop.report.html import HTML_FILE, write_run_html
 from tuneloop.report.inputs import CapstoneInputs, VerdictView
 from tuneloop.report.record import DeltaReport
@@ -278,6 +282,7 @@ def render_capstone(
     lines += _result(inputs, out)
     lines += _steps_added(cfg, inputs)
     lines += _challengers(inputs)
+    lines += cascade_lines(cascade_section(inputs.cascade, verdict), out)
     lines += _verdict(cfg, verdict)
     lines += _timings(run, inputs.this_phase)
     lines += _machine()

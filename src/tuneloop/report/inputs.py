@@ -17,6 +17,20 @@ from tuneloop.records.train_health import WalkBack
 
 
 @dataclass(frozen=True)
+class CascadeInputs:
+    """A cascade round's artifacts (`serve.challenger: cascade`)."""
+
+    composition: Path
+    """The compose phase's `composition.json` (`records.composition.CompositionRecord`)."""
+    frontier: Path
+    """Its `frontier.svg`, drawn by the compose phase."""
+    pre_log: Path
+    """The champion's sample-log folder (eval_pre): its rows' `cost_usd`."""
+    post_log: Path
+    """The cascade's sample-log folder (eval_post): its rows' cascade traces and `cost_usd`."""
+
+
+@dataclass(frozen=True)
 class CapstoneInputs:
     """Where the capstone's artifacts are, and the hashes the runner already recorded."""
 
@@ -52,6 +66,8 @@ class CapstoneInputs:
     portfolio: Path | None = None
     """A portfolio round's `challengers/selection.json` (`records.selection.PortfolioRecord`:
     every challenger, the selection rule and its choice); None when the round had none."""
+    cascade: CascadeInputs | None = None
+    """A cascade round's composition, frontier and arms' logs; None for any other round."""
 
 
 class _Arm(Protocol):

@@ -8,7 +8,9 @@ spread, KL, entropy, clip ratio, completion length; train/metrics.py names them)
 prompts seen per difficulty band; a walk-back (`train.health.on_unhealthy`) is said above the
 training curves. A portfolio round also gets `portfolio_section`: its challengers, in the
 experiment log's words (`records.portfolio_table`), with a bar per validation mean and the
-default's marked.
+default's marked. A cascade round gets `cascade_section.cascade_section`: the composition on
+the validation slice with its frontier, and the answers per tier and cost per item on the
+gate slice.
 Like the capstone, this reads what the phases wrote and computes no statistic: the flips
 are laid out on the same score grid as the delta report (`report/flips.py`), the charts are
 drawn from the delta report's numbers and the training log's rows. `report/html.py` renders
@@ -44,6 +46,7 @@ from tuneloop.records.train_metrics import (
     band_totals,
     read_train_metrics,
 )
+from tuneloop.report.cascade_section import CascadeSection, cascade_section
 from tuneloop.report.flips import Flips, read_flips
 from tuneloop.report.inputs import CapstoneInputs, VerdictView
 from tuneloop.report.markdown import TRUNCATION_GAP
@@ -179,6 +182,8 @@ class Page:
     grpo: GrpoSection | None = None
     portfolio: PortfolioSection | None = None
     """A portfolio round's challengers; None (no section) for a round without a portfolio."""
+    cascade: CascadeSection | None = None
+    """A cascade round's composition and gate-slice figures; None (no section) otherwise."""
     corpus: CorpusProvenance | None = None
     corpus_note: str | None = None
     timings: list[Timing] = field(default_factory=list)
@@ -394,6 +399,7 @@ def run_page(
         subtitle=f"base model {cfg.base_model}; suite {cfg.suite.path}",
         gate=_gate(cfg, verdict),
         portfolio=portfolio_section(inputs.portfolio),
+        cascade=cascade_section(inputs.cascade, verdict),
     )
     d = read_record_if_exists(inputs.delta, DeltaReport)
     if d is None:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from tuneloop.axes import nice_ticks
+
 WIDTH = 640
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
 
@@ -52,17 +54,6 @@ def _n(x: float) -> str:
     return f"{x:.1f}"
 
 
-def _ticks(lo: float, hi: float, want: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi] (1-2-5 steps)."""
-    if not hi > lo:
-        return [lo]
-    raw = (hi - lo) / want
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step - 1e-9) * step
-    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
-
-
 def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
@@ -81,7 +72,7 @@ def forest(rows: Sequence[ForestRow], *, unit: float = 100.0, axis: str = "Δ (p
         return x0 + (v * unit - lo) / (hi - lo) * (x1 - x0)
 
     out = [_open(height, "forest plot of paired Δ with intervals")]
-    for t in _ticks(lo, hi):
+    for t in nice_ticks(lo, hi):
         x = x0 + (t - lo) / (hi - lo) * (x1 - x0)
         out.append(
             f'<line x1="{_n(x)}" x2="{_n(x)}" y1="{top}" y2="{height - bottom}" class="grid"/>'
@@ -141,10 +132,10 @@ def lines(
         return y0 - (y - ylo) / (yhi - ylo) * (y0 - y1)
 
     out = [_open(height, f"{y_label} against {x_label}", width)]
-    for t in _ticks(ylo, yhi):
+    for t in nice_ticks(ylo, yhi):
         out.append(f'<line x1="{x0}" x2="{x1}" y1="{_n(py(t))}" y2="{_n(py(t))}" class="grid"/>')
         out.append(f'<text x="{x0 - 6}" y="{_n(py(t) + 4)}" class="label">{_fmt(t)}</text>')
-    for t in x_ticks if x_ticks is not None else _ticks(xlo, xhi, 8 if width >= WIDTH else 4):
+    for t in x_ticks if x_ticks is not None else nice_ticks(xlo, xhi, 8 if width >= WIDTH else 4):
         out.append(f'<text x="{_n(px(t))}" y="{y0 + 14}" class="tick">{_fmt(t)}</text>')
     for m in marks:
         if xlo <= m.x <= xhi:

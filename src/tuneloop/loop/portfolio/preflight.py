@@ -29,8 +29,8 @@ from tuneloop.loop.portfolio.run import (
     sealed_rule,
     selection_default,
 )
-from tuneloop.loop.preflight.validation_slice import validation_slice_problems
 from tuneloop.loop.state import load_state, now_iso
+from tuneloop.loop.validation_slice import validation_slice_problems
 from tuneloop.suite import Suite
 
 

@@ -24,7 +24,7 @@ from tuneloop.loop.preflight.capacity import check_memory
 from tuneloop.loop.preflight.findings import Findings
 from tuneloop.loop.preflight.gate_power import check_power
 from tuneloop.loop.preflight.model import check_model
-from tuneloop.loop.preflight.validation_slice import validation_slice_problems
+from tuneloop.loop.validation_slice import validation_slice_problems
 from tuneloop.registry import Registry, scorers, serve_backends, trainers
 from tuneloop.suite import Suite, load_suite, resolve_slice
 from tuneloop.vllm_env import find_vllm

@@ -9,8 +9,11 @@ that is a cascade descriptor file (`spec.is_cascade_file`), whatever `serve.back
 and `serve.backend` then serves the local tiers (an `external` backend's settings name one
 model per arm, not a tier's: local tiers are then served embedded). Each local tier is served
 on a port of its own (`serve.port` is the cascade's); its log is `<log>.tier-<name>.log`
-beside the cascade server's. The decoding contract reaches every local tier; external tiers
-decode as their owners set them up (`Endpoint.decoding_applied` is then False).
+beside the cascade server's. The decoding contract (derived from the round's base) reaches the
+tunable tier, the one trained from that base; every other tier decodes as its own checkpoint
+says (another family's stop tokens are not the base's), alike in both arms of a round, and an
+external tier as its owner set it up. `Endpoint.decoding_applied` says whether the contract
+reached the tunable tier.
 
 The cascade server is a process of its own (`app.py`, spawned like any server and torn down
 with its process group); it reads a plan file with the descriptor and the tiers' endpoints,
@@ -73,8 +76,11 @@ def serve_cascade(
         for tier in spec.tiers:
             if tier.path is not None:
                 tier_log = log.with_name(f"{log.name}.tier-{tier.name}.log")
+                # the round's decoding contract is the tunable tier's (it is the base's kin);
+                # a fixed tier decodes as its own checkpoint says, alike in both arms
+                contract = decoding if tier.tunable else None
                 ep = stack.enter_context(
-                    serving(tier.path, tier_config, log_path=tier_log, decoding=decoding)
+                    serving(tier.path, tier_config, log_path=tier_log, decoding=contract)
                 )
                 endpoints[tier.name] = {
                     "base_url": ep.base_url,
@@ -128,7 +134,7 @@ def serve_cascade(
                 api_key,
                 pid,
                 identity=spec.identity,
-                decoding_applied=bool(decoding) and all(t.local for t in spec.tiers),
+                decoding_applied=bool(decoding) and any(t.tunable and t.local for t in spec.tiers),
             )
 
 
