@@ -28,10 +28,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from tuneloop.records.composition import CompositionRecord
-from tuneloop.samplelog import SampleRow
 
 TIER_HEADER = ("tier", "model", "USD/1M tokens", "accuracy", "USD/item")
 """The columns of `tier_cells`."""
@@ -128,6 +127,23 @@ class GateFigures:
     post_items: int
 
 
+class _Answered(Protocol):
+    @property
+    def tier(self) -> str: ...
+
+
+class CostedRow(Protocol):
+    """What the counting reads of a sample row (`samplelog.SampleRow` has it): the sample log
+    sits above the records, so it is named by shape, not imported."""
+
+    @property
+    def item_id(self) -> str: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def cascade(self) -> _Answered | None: ...
+
+
 class CascadeRound(NamedTuple):
     """What a cascade round's experiment-log entry shows: the composition and the gate slice."""
 
@@ -137,8 +153,8 @@ class CascadeRound(NamedTuple):
 
 def gate_figures(
     tiers: Sequence[str],
-    pre_rows: Sequence[SampleRow],
-    post_rows: Sequence[SampleRow],
+    pre_rows: Sequence[CostedRow],
+    post_rows: Sequence[CostedRow],
     item_ids: Sequence[str],
 ) -> GateFigures:
     """Per-tier answers of the post arm and both arms' mean cost per item, on `item_ids`
@@ -166,7 +182,7 @@ def gate_figures(
     )
 
 
-def _usd_per_item(rows: Sequence[SampleRow], items: set[str]) -> tuple[float | None, int]:
+def _usd_per_item(rows: Sequence[CostedRow], items: set[str]) -> tuple[float | None, int]:
     """The mean over items of each item's mean `cost_usd`, and how many items have one."""
     costs: dict[str, list[float]] = {}
     for row in rows:
