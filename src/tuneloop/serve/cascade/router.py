@@ -11,10 +11,10 @@ for more); its answer's confidence (`tuneloop.client.confidence`: mean token log
 or smallest top-two margin; calibrated by the tier's isotonic map, if any) is compared with
 its threshold: at or above, its answer is returned; below, the request goes to tier i + 1.
 The last tier answers whatever it says. `agreement` asks the tier `k` samples at its
-`temperature` (seeds `seed`, `seed + 1`, …) and keeps the first when the share of samples that
-say what it says reaches the threshold. This is the rule `tuneloop.stats.cascade.compose`
-applies to logged answers, so a greedy cascade served here gives per item the answer
-composition predicted (tests/cascade/test_serving.py checks it).
+`temperature` at once (seeds `seed`, `seed + 1`, …) and keeps the first when the share of
+samples that say what it says reaches the threshold. This is the rule
+`tuneloop.stats.cascade.compose` applies to logged answers, so a greedy cascade served here
+gives per item the answer composition predicted (tests/cascade/test_serving.py checks it).
 
 Rule routing asks only the tier the first matching rule names (`tuneloop.cascade_spec`), without
 confidences.
@@ -30,6 +30,7 @@ it). A tier's other 4xx (a request it refuses) is passed back with its status, t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping
@@ -175,13 +176,18 @@ class Router:
 
     async def _agreement(self, tier: TierSpec, request: dict[str, Any], chat: bool) -> _Asked:
         seed = int(request.get("seed") or 0)
-        bodies, latency, tokens = [], 0.0, 0
-        for j in range(tier.k):
-            asked = {**request, "temperature": tier.temperature, "seed": seed + j}
-            body, took = await self._post(tier, asked, chat)
-            bodies.append(body)
-            latency += took
-            tokens += _completion_tokens(body) or 0
+        started = time.perf_counter()
+        answers = await asyncio.gather(  # the k samples at once: the tier batches them
+            *(
+                self._post(
+                    tier, {**request, "temperature": tier.temperature, "seed": seed + j}, chat
+                )
+                for j in range(tier.k)
+            )
+        )
+        latency = time.perf_counter() - started
+        bodies = [body for body, _ in answers]
+        tokens = sum(_completion_tokens(b) or 0 for b in bodies)
         said = [_text(b, chat) for b in bodies]
         raw = said.count(said[0]) / len(said)
         return _Asked(bodies[0], self._judged(tier, raw, latency, tokens))
