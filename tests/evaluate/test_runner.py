@@ -159,3 +159,20 @@ def test_unreachable_endpoint_fails_closed(small_suite, tmp_path) -> None:
         )
     summary, rows = load_sample_log(tmp_path / "o")
     assert summary.counts["missing"] == 30 and all(r.status == "missing" for r in rows)
+
+
+def test_a_price_makes_every_answered_row_carry_its_cost(
+    fake_server, small_suite, tmp_path
+) -> None:
+    priced = FAST.model_copy(update={"usd_per_1m": 2.0})
+    summary = run(fake_server, small_suite, tmp_path / "priced", priced)
+    assert summary.usd_per_1m == 2.0
+    assert json.loads((tmp_path / "priced" / "summary.json").read_text())["schema"] == (
+        "tuneloop.eval_summary/5"
+    )
+    _, rows = load_sample_log(tmp_path / "priced")
+    # the fake server reports 5 completion tokens per answer: 5 × $2 per million
+    assert {r.cost_usd for r in rows if r.status == "ok"} == {1e-5}
+    plain = run(fake_server, small_suite, tmp_path / "plain")
+    assert plain.usd_per_1m is None
+    assert all(r.cost_usd is None for r in load_sample_log(tmp_path / "plain")[1])

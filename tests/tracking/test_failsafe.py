@@ -49,7 +49,7 @@ def test_a_failed_write_finishes_the_run_warns_and_is_retried_in_place(
     again.code = first.code  # other sessions edit src/ live; a code change is another test
     plan = {line.phase: line for line in again.plan()}
     assert plan["track"].action == "run" and "last MLflow write failed" in plan["track"].reason
-    off = {"data", "replay", "challengers", "eval_warmup"}  # not configured in this round
+    off = {"data", "replay", "challengers", "eval_warmup", "compose"}  # not configured here
     assert {p for p, line in plan.items() if line.action != "skip"} <= {"track", *off}
     blocked.unlink()  # the store can be created now
     retried = again.run()

@@ -206,7 +206,7 @@ def test_more_than_one_choice_is_refused() -> None:
 
 
 def test_the_hand_off_under_load_fails_no_request_and_records_every_tier() -> None:
-    n = 400
+    n = 200
 
     async def hammer(url: str) -> list[httpx.Response]:
         limits = httpx.Limits(max_connections=64)
