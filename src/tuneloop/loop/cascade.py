@@ -27,13 +27,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tuneloop.cascade.plot import frontier_svg
 from tuneloop.config import LoopConfig
 from tuneloop.config.cascade import CascadeConfig
+from tuneloop.envkeys import read_api_key
 from tuneloop.errors import PhaseFailed
-from tuneloop.loop.context import PhaseContext, decoding_contract
+from tuneloop.gate.seal import seal_composition
+from tuneloop.loop.context import MERGED, PhaseContext, decoding_contract
 from tuneloop.loop.layout import ledger_path, slice_ids
 from tuneloop.loop.state import now_iso
-from tuneloop.records import atomic_write_text, canonical_json, sha256_bytes, write_record
+from tuneloop.records import (
+    atomic_write_text,
+    canonical_json,
+    sha256_bytes,
+    sha256_file,
+    write_record,
+)
+from tuneloop.serving import serving
 
 TIERS = "tiers"
 """The compose phase's folder of tier evaluations, one sample log per tier."""
@@ -59,7 +69,8 @@ def tier_folders(cfg: LoopConfig, merged: Path) -> dict[str, Path | None]:
 
 
 def cascade_files(cfg: LoopConfig) -> dict[str, Path]:
-    """The tiers' own folders, hashed into the compose phase's fingerprint."""
+    """The tiers' own folders, hashed into the compose phase's fingerprint (input key
+    `tier_<name>`, which the descriptor's hash of the tier reads)."""
     if cfg.cascade is None:
         return {}
     return {f"tier_{t.name}": t.path for t in cfg.cascade.tiers if t.path is not None}
@@ -83,8 +94,6 @@ def champion_files(cfg: LoopConfig) -> dict[str, Path]:
 
 def run_compose(ctx: PhaseContext) -> None:
     from tuneloop.cascade import Tier, compose_logs
-    from tuneloop.cascade.plot import frontier_svg
-    from tuneloop.gate.seal import seal_composition
 
     cfg, section = ctx.cfg, cascade_section(ctx.cfg)
     folders = tier_folders(cfg, ctx.layout.merged_model)
@@ -129,9 +138,9 @@ def run_compose(ctx: PhaseContext) -> None:
 def _round_descriptor(
     cfg: LoopConfig, composed: dict[str, Any], ctx: PhaseContext
 ) -> dict[str, Any]:
-    """The composed descriptor, named after the run, its trained tier `tunable` and hashed."""
-    from tuneloop.loop.context import MERGED
-
+    """The composed descriptor, named after the run, its trained tier `tunable`, every local
+    tier with the hash of its folder as this phase's inputs recorded it (so the descriptor's
+    own hash, what the gate judges, changes when any tier's weights do)."""
     section = cascade_section(cfg)
     components = []
     for tier, c in zip(section.tiers, composed["components"], strict=True):
@@ -140,6 +149,8 @@ def _round_descriptor(
             c |= {"tunable": True, "sha256": ctx.inputs[MERGED]}
         elif tier.model == "base":
             c |= {"sha256": ctx.inputs["base_model"]}
+        elif tier.path is not None:
+            c |= {"sha256": ctx.inputs[f"tier_{tier.name}"]}
         if tier.endpoint is not None:  # an external tier: its URL, name and key variable
             c = {k: v for k, v in c.items() if k not in ("path", "sha256")}
             c |= {"endpoint": tier.endpoint, "model": tier.model}
@@ -150,8 +161,7 @@ def _round_descriptor(
 
 def _evaluate_tier(ctx: PhaseContext, name: str, folder: Path | None) -> Path:
     """One tier alone on the validation slice, with logprobs; its sample-log folder."""
-    from tuneloop.evaluate import evaluate
-    from tuneloop.serving import serving
+    from tuneloop.evaluate import evaluate  # the eval runner: httpx, the scorers
 
     cfg, section = ctx.cfg, cascade_section(ctx.cfg)
     tier = next(t for t in section.tiers if t.name == name)
@@ -160,8 +170,6 @@ def _evaluate_tier(ctx: PhaseContext, name: str, folder: Path | None) -> Path:
         update={"slice": section.slice, "logprobs": section.signal != "agreement"}
     )
     if folder is None:  # an endpoint tier, as the cascade will ask it
-        from tuneloop.envkeys import read_api_key
-
         assert tier.endpoint is not None and tier.model is not None
         key = read_api_key(tier.api_key_env, f"cascade.tiers.{name}.api_key_env")
         evaluate(
@@ -189,8 +197,6 @@ def _evaluate_tier(ctx: PhaseContext, name: str, folder: Path | None) -> Path:
 def cascade_champion(descriptor_file: Path, merged: Path, run_id: str) -> dict[str, Any]:
     """The champion descriptor of a promoted cascade: the composed one with its trained tier
     pointed at `merged` (the archived merged model) and the run that made it."""
-    from tuneloop.records import sha256_file
-
     descriptor = json.loads(descriptor_file.read_text())
     for c in descriptor["components"]:
         if c.get("tunable"):
