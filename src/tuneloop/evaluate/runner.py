@@ -6,7 +6,7 @@ endpoint, scored by the item's scorer, appended to a sample log as each finishes
                        EvalSettings(n_samples=4, temperature=0.7))
 
 or `tuneloop eval --endpoint URL --model NAME --suite FILE --out DIR`. The log format is
-`tuneloop/samplelog.py`. Infrastructure failures are retried by the client and never scored;
+`tuneloop/samplelog/`. Infrastructure failures are retried by the client and never scored;
 keys still without a completion at the end get `missing` rows (failures in the denominator).
 An eval in which no request at all succeeded writes its log and then raises `PhaseFailed`.
 

@@ -21,8 +21,8 @@ from tuneloop.records.base import Record
 
 RECORDS: dict[str, tuple[str, str]] = {
     # class: (defining module, the artifact it describes)
-    "SampleRow": ("tuneloop.samplelog", "eval_*/samples.jsonl, one row per (item, sample)"),
-    "EvalSummary": ("tuneloop.samplelog", "eval_*/summary.json"),
+    "SampleRow": ("tuneloop.samplelog.rows", "eval_*/samples.jsonl, one row per (item, sample)"),
+    "EvalSummary": ("tuneloop.samplelog.summary", "eval_*/summary.json"),
     "Trace": ("tuneloop.records.trace", "traces JSONL (`tuneloop ingest`; data/traces.jsonl)"),
     "CorpusProvenance": ("tuneloop.records.corpus", "data/provenance.json"),
     "ReplayCall": ("tuneloop.records.replay", "<replay out>/calls.jsonl (`tuneloop replay`)"),
