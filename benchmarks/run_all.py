@@ -63,7 +63,12 @@ BENCHMARKS: dict[str, Bench] = {
     ),
     "stats": Bench({"scipy / tuneloop": rf"ratio scipy / tuneloop \(CI \+ test\)\s+:\s+{N}x"}),
     "decision_quality": Bench(
-        {"false promotion, MLflow / tuneloop": rf"permutation\): {N}×"}, minutes=5
+        {
+            "false promotion, MLflow / tuneloop": rf"permutation\): {N}×",
+            "any false promotion, no rule / spending": rf"no rule / alpha spending: {N}×",
+            "power a round, spending / no rule": rf"alpha spending / no rule: {N}\n",
+        },
+        minutes=5,
     ),
     "minhash_peers": Bench({"rensa / datasketch loop": rf"\n(?:datasketch[^\n]*?)\s{N}x "}),
     "corpus": Bench(

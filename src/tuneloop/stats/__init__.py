@@ -14,6 +14,9 @@ Every function cites its method in its module docstring:
 - `selection`: `default_stays`, `best_mean` (one arm among several on the same items: paired
   advantage, exact sign test, per-tag non-inferiority), `holm_choice` (Holm 1979 step-down
   over several arms against one champion)
+- `sequence`: error control over a whole sequence of gate rounds — `spending_alpha`,
+  `spent_alpha` (alpha spending: family-wise error by the union bound) and `lord_alpha`,
+  `lord_wealth`, `lord_gamma`, `lord_gammas` (LORD++, Ramdas et al. 2017: online FDR)
 
 Conventions: float64 throughout; "greater" always means post > pre; seeds make every
 resampling result reproducible.
@@ -53,9 +56,19 @@ from tuneloop.stats.selection import (
     tag_differences,
     tag_means,
 )
+from tuneloop.stats.sequence import (
+    SPENDING_SERIES,
+    lord_alpha,
+    lord_gamma,
+    lord_gammas,
+    lord_wealth,
+    spending_alpha,
+    spent_alpha,
+)
 
 __all__ = [
     "RIGHT_THRESHOLD",
+    "SPENDING_SERIES",
     "UNTAGGED",
     "CandidateTest",
     "FlipCounts",
@@ -93,5 +106,11 @@ __all__ = [
     "quantile_edges",
     "sample_psi",
     "sign_test",
+    "lord_alpha",
+    "lord_gamma",
+    "lord_gammas",
+    "lord_wealth",
+    "spending_alpha",
+    "spent_alpha",
     "wilson_interval",
 ]
