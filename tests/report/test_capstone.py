@@ -90,6 +90,24 @@ def test_a_newer_delta_record_is_refused_naming_the_file(round_dir: Path, tmp_pa
     assert "not measured (no delta report)" in _render(round_dir, work)
 
 
+def test_a_delta_record_from_before_the_diagnosis_says_not_measured(
+    round_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    work = tmp_path / "work"
+    shutil.copytree(round_dir / "work", work)
+    assert "| drift |" in _render(round_dir, work)  # the section's table, from delta.json
+    delta = work / "report" / "delta.json"
+    data = json.loads(delta.read_text())
+    del data["diagnosis"]
+    data["schema"] = "tuneloop.delta/1"  # as written before the diagnosis existed
+    delta.write_text(json.dumps(data))
+    text = _render(round_dir, work)
+    assert "## Why items got worse (diagnosis)" in text
+    assert "not measured: the delta report predates the diagnosis" in text
+
+
 def test_gate_off(tmp_path: Path) -> None:
     runner(write_config(tmp_path, gate={"enabled": False})).run()
     text = (tmp_path / "work" / "capstone" / "report.md").read_text()

@@ -22,6 +22,7 @@ SECTIONS = (
     "verdict",
     "result",
     "flips-section",
+    "diagnosis",
     "finish",
     "training",
     "grpo",

@@ -1,5 +1,6 @@
 """The I/O shell of the report phase: read two sample logs, write delta.json, delta.md and
-the figures into one folder.
+the figures into one folder. delta.json carries the regression diagnosis
+(`report/diagnosis.py`), which reads the suite the logs name when it is here unchanged.
 
 Run it as `tuneloop compare PRE_LOG POST_LOG --out DIR`, or from Python (the loop's report
 phase) as `tuneloop.report.compare(pre, post, out_dir, ...)`. delta.json is written last, so
@@ -14,7 +15,9 @@ from pathlib import Path
 from tuneloop.errors import InputError
 from tuneloop.records import atomic_write_text, write_record
 from tuneloop.report.delta import Log, Settings, align, delta_from_items
+from tuneloop.report.diagnosis import diagnose
 from tuneloop.report.figures import plot_items, plot_passk
+from tuneloop.report.flips import current_suite
 from tuneloop.report.markdown import render_markdown
 from tuneloop.report.record import DeltaReport
 from tuneloop.samplelog import SUMMARY_FILE, load_sample_log
@@ -55,10 +58,12 @@ def compare(
     pre, post = load_log(pre_log, settings.scorer), load_log(post_log, settings.scorer)
     paired = align(pre, post, item_ids, (str(pre_log), str(post_log)))
     report = delta_from_items(paired, settings, item_ids is not None)
+    suite = current_suite(pre[0].suite_path, pre[0].suite_revision)
     report = report.model_copy(
         update={
             "pre": report.pre.model_copy(update={"log": str(pre_log)}),
             "post": report.post.model_copy(update={"log": str(post_log)}),
+            "diagnosis": diagnose(pre, post, paired.item_ids, report.flips.threshold, suite),
         }
     )
     out_dir.mkdir(parents=True, exist_ok=True)

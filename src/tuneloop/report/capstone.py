@@ -6,6 +6,9 @@ It only *reads* what the phases wrote — the pre-evaluation summary and the del
 typed — and stamps the machine and package versions; it computes no statistic of its own. A
 section whose artifact does not exist says "not measured" rather than leaving a gap.
 
+The result is followed by the delta report's regression diagnosis ("Why items got worse",
+`report/diagnosis.py`), in the words of delta.md (`markdown.diagnosis_lines`).
+
 A cascade round's `## Cascade` (the composition, its frontier, and the answers per tier and
 cost per item on the gate slice) is `report/cascade_section.py`'s, which report.html shares.
 
@@ -36,8 +39,18 @@ from tuneloop.records.selection import PortfolioRecord
 from tuneloop.report.cascade_section import cascade_lines, cascade_section
 from tuneloop.report.html import HTML_FILE, write_run_html
 from tuneloop.report.inputs import CapstoneInputs, VerdictView
+from tuneloop.report.markdown import diagnosis_lines
 from tuneloop.report.record import DeltaReport
 from tuneloop.samplelog import EvalSummary
+
+NO_DIAGNOSIS = [
+    "## Why items got worse (diagnosis)",
+    "",
+    "not measured: the delta report predates the diagnosis; `tuneloop run CONFIG --only report`, "
+    "then `--only capstone`, recomputes it",
+    "",
+]
+"""report.md's diagnosis section when delta.json has none (written before it existed)."""
 
 
 def _pct(x: float | None) -> str:
@@ -166,6 +179,7 @@ def _result(inp: CapstoneInputs, out: Path) -> list[str]:
         "",
         f"![pass@k]({figures}/passk.png) ![items]({figures}/items.png)",
         "",
+        *(diagnosis_lines(d.diagnosis) if d.diagnosis is not None else NO_DIAGNOSIS),
     ]
 
 

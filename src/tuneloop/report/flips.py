@@ -10,10 +10,12 @@ Completions are model output: they are kept as plain text here and escaped where
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from tuneloop.errors import InputError
 from tuneloop.samplelog import SampleRow, load_sample_log, score_grid
@@ -61,10 +63,11 @@ class Flips:
     """Why prompts are not shown, when they are not."""
 
 
-def _cut(text: str) -> str:
-    if len(text) <= MAX_CHARS:
+def cut(text: str, limit: int = MAX_CHARS) -> str:
+    """`text`, cut at `limit` characters with a note saying how many more there were."""
+    if len(text) <= limit:
         return text
-    return f"{text[:MAX_CHARS]}… [{len(text) - MAX_CHARS} more characters not shown]"
+    return f"{text[:limit]}… [{len(text) - limit} more characters not shown]"
 
 
 def _trajectory(row: SampleRow) -> str:
@@ -97,26 +100,39 @@ def _answer(rows: list[SampleRow], score: float) -> ArmAnswer:
         text = first.completion
     reasons = Counter(r.finish_reason or ("—" if r.status != "ok" else "unknown") for r in rows)
     finish = ", ".join(k if n == 1 else f"{k}×{n}" for k, n in sorted(reasons.items()))
-    return ArmAnswer(score=score, text=_cut(text), finish=finish, samples=len(rows))
+    return ArmAnswer(score=score, text=cut(text), finish=finish, samples=len(rows))
 
 
-def _suite(path: str, revision: str) -> tuple[Suite | None, str | None]:
+class CurrentSuite(NamedTuple):
+    """The suite the logs were evaluated on, when it is here unchanged; else why not."""
+
+    suite: Suite | None
+    """The suite; None when it is not here or has changed since the evaluation."""
+    note: str | None
+    """Why it is None (e.g. "the suite `suite.jsonl` named by the logs is not here")."""
+
+
+def current_suite(path: str, revision: str) -> CurrentSuite:
+    """The suite at `path` (as the logs name it), only when its revision is `revision`."""
     p = Path(path)
     if not p.is_file():
-        return None, f"prompts not shown: the suite `{path}` named by the logs is not here"
+        return CurrentSuite(None, f"the suite `{path}` named by the logs is not here")
     try:
         suite = load_suite(p)
     except InputError as err:
-        return None, f"prompts not shown: {err}"
+        return CurrentSuite(None, str(err))
     if suite.revision != revision:
-        return None, f"prompts not shown: `{path}` has changed since the evaluation (revision)"
-    return suite, None
+        return CurrentSuite(None, f"`{path}` has changed since the evaluation (revision)")
+    return CurrentSuite(suite, None)
 
 
-def _reference(raw: dict) -> str:
+def reference_text(raw: dict) -> str:
+    """An item's reference as text (its `answer`, `target` or `reference`, a non-string one
+    as JSON; else empty)."""
     for key in ("answer", "target", "reference"):
         if key in raw:
-            return str(raw[key])
+            value = raw[key]
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return ""
 
 
@@ -139,7 +155,8 @@ def read_flips(
     for arm, rows in (("pre", pre_rows), ("post", post_rows)):
         for r in rows:
             by_item.setdefault((arm, r.item_id), []).append(r)
-    suite, note = _suite(pre_summary.suite_path, pre_summary.suite_revision)
+    suite, why = current_suite(pre_summary.suite_path, pre_summary.suite_revision)
+    note = f"prompts not shown: {why}" if why is not None else None
     items = suite.by_id() if suite is not None else {}
     out = []
     for i, item_id in enumerate(ids):
@@ -153,8 +170,8 @@ def read_flips(
                 item_id=item_id,
                 direction="fixed" if b >= threshold else "broken",
                 tags=tuple(pre[0].tags) if pre else (),
-                prompt=_cut(item_prompt_text(item)) if item is not None else "",
-                reference=_reference(item.raw) if item is not None else "",
+                prompt=cut(item_prompt_text(item)) if item is not None else "",
+                reference=reference_text(item.raw) if item is not None else "",
                 pre=_answer(pre, a),
                 post=_answer(by_item.get(("post", item_id), []), b),
             )

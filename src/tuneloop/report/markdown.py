@@ -1,8 +1,15 @@
-"""delta.md: the delta report for people. Pure text from a `DeltaReport`."""
+"""delta.md: the delta report for people. Pure text from a `DeltaReport`.
+
+`diagnosis_lines` (why items got worse) is shared with the capstone's report.md. Model output
+appears only inside code spans, where a Markdown viewer shows it as text.
+"""
 
 from __future__ import annotations
 
-from tuneloop.report.record import ArmSummary, DeltaReport
+import re
+
+from tuneloop.report.diagnosis import MEANING
+from tuneloop.report.record import CAUSES, ArmSummary, DeltaReport, Diagnosis
 
 
 def _ci(ci: tuple[float, float] | None) -> str:
@@ -93,7 +100,8 @@ def render_markdown(r: DeltaReport) -> str:
         "",
     ]
     lines += _finish_lines(r) + _tag_table(r, conf) + _passk_table(r)
-    lines += ["", "Figures: `passk.png` (pass@k with bands), `items.png` (per-item scores).", ""]
+    lines += ["", *diagnosis_lines(r.diagnosis)]
+    lines += ["Figures: `passk.png` (pass@k with bands), `items.png` (per-item scores).", ""]
     return "\n".join(lines)
 
 
@@ -132,3 +140,81 @@ def _passk_table(r: DeltaReport) -> list[str]:
             f"{pk.delta.value[i]:+.4f} | {_ci((pk.delta.low[i], pk.delta.high[i]))} |"
         )
     return rows
+
+
+def _code(text: str) -> str:
+    """`text` on one line as a code span (model output is shown as text, never as markup)."""
+    flat = " ".join(text.split())
+    if not flat:
+        return "—"
+    fence = "`" * (1 + max((len(m) for m in re.findall(r"`+", flat)), default=0))
+    pad = " " if "`" in flat else ""  # a span may not open or close on one of its backticks
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def _cell(text: str) -> str:
+    """A table cell's text: one line, its pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def diagnosis_lines(d: Diagnosis | None) -> list[str]:
+    """The "Why items got worse" section: causes, suggestions, the lenient re-score, per-tag
+    counts and examples (none when the report has no diagnosis)."""
+    if d is None:
+        return []
+    lines = [
+        "## Why items got worse (diagnosis)",
+        "",
+        f"{d.worse} items got worse and {d.still_failing} the challenger still fails "
+        f"(item score < {d.threshold:g}): {d.diagnosed} of the {d.n_items} items compared. "
+        "Each is given the first cause that fits, checked in the order of this table.",
+        "",
+        "| cause | items | of them worse | meaning |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {c.cause} | {c.items} | {c.worse} | {MEANING[c.cause]} |" for c in d.causes]
+    lines += ["", *(f"- **{c.cause}**: {c.suggestion}" for c in d.causes if c.items)]
+    lines += ["", rescore_line(d), ""]
+    if d.per_tag:
+        lines += [
+            "### Causes per tag",
+            "",
+            "| tag | " + " | ".join(CAUSES) + " |",
+            "|---|" + "---|" * len(CAUSES),
+        ]
+        for t in d.per_tag:
+            counts = " | ".join(str(t.counts.get(c, 0)) for c in CAUSES)
+            lines.append(f"| {_cell(t.tag)} | {counts} |")
+        lines.append("")
+    return lines + _example_lines(d)
+
+
+def rescore_line(d: Diagnosis) -> str:
+    """The lenient re-score in one sentence (also report.html's)."""
+    r = d.rescore
+    if r.note is not None:
+        return f"Lenient re-scoring: {r.note}; no answer was re-read."
+    share = "—" if r.share is None else f"{r.share:.1%}"
+    line = (
+        f"Lenient re-scoring (how often the scorer itself is the problem): {r.holds_reference} "
+        f"of {r.checked} failing answers checked hold the reference value ({share})"
+    )
+    if r.not_checked:
+        line += (
+            f"; {r.not_checked} failing answers not checked (no lenient reading of their "
+            f"scorer): format is not ruled out for {r.not_checked_items} drift item(s)"
+        )
+    return line + "."
+
+
+def _example_lines(d: Diagnosis) -> list[str]:
+    shown = [(c.cause, e) for c in d.causes for e in c.examples]
+    if not shown:
+        return []
+    lines = ["### Examples", ""]
+    for cause, e in shown:
+        lines.append(f"- **{cause}** {_code(e.item_id)}: {' '.join(e.reason.split())}")
+        if e.prompt or e.reference:
+            lines.append(f"  - prompt {_code(e.prompt)}; reference {_code(e.reference)}")
+        lines.append(f"  - challenger {_code(e.answer)}")
+    return [*lines, ""]

@@ -11,10 +11,11 @@ experiment log's words (`records.portfolio_table`), with a bar per validation me
 default's marked. A cascade round gets `cascade_section.cascade_section`: the composition on
 the validation slice with its frontier, and the answers per tier and cost per item on the
 gate slice.
-Like the capstone, this reads what the phases wrote and computes no statistic: the flips
-are laid out on the same score grid as the delta report (`report/flips.py`), the charts are
-drawn from the delta report's numbers and the training log's rows. `report/html.py` renders
-a `Page` through an autoescaping template.
+"Why items got worse" is the delta report's diagnosis (`report/diagnosis.py`), as delta.json
+holds it. Like the capstone, this reads what the phases wrote and computes no statistic: the
+flips are laid out on the same score grid as the delta report (`report/flips.py`), the charts
+are drawn from the delta report's numbers and the training log's rows. `report/html.py`
+renders a `Page` through an autoescaping template.
 """
 
 from __future__ import annotations
@@ -47,10 +48,11 @@ from tuneloop.records.train_metrics import (
     read_train_metrics,
 )
 from tuneloop.report.cascade_section import CascadeSection, cascade_section
+from tuneloop.report.diagnosis import MEANING
 from tuneloop.report.flips import Flips, read_flips
 from tuneloop.report.inputs import CapstoneInputs, VerdictView
-from tuneloop.report.markdown import TRUNCATION_GAP
-from tuneloop.report.record import DeltaReport
+from tuneloop.report.markdown import TRUNCATION_GAP, rescore_line
+from tuneloop.report.record import Cause, DeltaReport, Diagnosis
 from tuneloop.report.svg import ForestRow, Mark, Series, forest, lines
 from tuneloop.samplelog import EvalSummary
 
@@ -176,6 +178,14 @@ class Page:
     finish_warning: str | None = None
     flips: Flips | None = None
     flips_note: str | None = None
+    diagnosis: Diagnosis | None = None
+    """Why items got worse or still fail (the delta report's); None: `diagnosis_note` says
+    why not."""
+    diagnosis_note: str | None = None
+    diagnosis_rescore: str = ""
+    """The lenient re-score in one sentence (delta.md's words)."""
+    meaning: dict[Cause, str] = field(default_factory=lambda: dict(MEANING))
+    """What each cause means, in a few words."""
     training: list[Chart] = field(default_factory=list)
     training_note: str | None = None
     walk_back: WalkBack | None = None
@@ -244,10 +254,20 @@ def _with_delta(
     page: Page, d: DeltaReport | None, flips: tuple[Path, Path, Sequence[str] | None] | None
 ) -> None:
     if d is None:
+        page.diagnosis_note = "not measured (no delta report)"
         return
     page.delta = d
     page.charts = delta_charts(d)
     _finish(page, d)
+    page.diagnosis = d.diagnosis
+    if d.diagnosis is None:
+        page.diagnosis_note = (
+            "not measured: the delta report predates the diagnosis; re-running the report "
+            "(`tuneloop run CONFIG --only report`, then `--only capstone`; or `tuneloop "
+            "compare`) computes it"
+        )
+    else:
+        page.diagnosis_rescore = rescore_line(d.diagnosis)
     if flips is None:
         page.flips_note = "not measured: the delta report does not name its sample logs"
         return

@@ -1,9 +1,14 @@
-"""The delta report record (`tuneloop.delta/1`): what `compare` writes to delta.json.
+"""The delta report record (`tuneloop.delta/2`): what `compare` writes to delta.json.
 
-Every number is computed from the two sample logs named in it, by `tuneloop.report.delta`.
+Every number is computed from the two sample logs named in it, by `tuneloop.report.delta`;
+the regression diagnosis (`Diagnosis`, version 2) by `tuneloop.report.diagnosis`. A report
+without a diagnosis is written as version 1, byte for byte as before, so older readers still
+read it; one with a diagnosis is version 2, which they refuse with "upgrade tuneloop".
 """
 
 from __future__ import annotations
+
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -110,11 +115,136 @@ class DeltaSettings(_Part):
     """The scorer whose output was compared; None: each item's own scorer."""
 
 
+Cause = Literal["floor", "infra", "length", "format", "drift"]
+"""Why an item got worse or still fails (`report/diagnosis.py` states each rule)."""
+
+CAUSES: tuple[Cause, ...] = ("floor", "infra", "length", "format", "drift")
+"""The causes in the order they are checked: the first that fits is the item's."""
+
+
+class DiagnosedItem(_Part):
+    """One item that got worse, or that the challenger still fails."""
+
+    item_id: str
+    """The suite item's id."""
+    tags: list[str]
+    """Its tags."""
+    cause: Cause
+    """The first cause that fits, in `CAUSES` order."""
+    worse: bool
+    """The challenger's item score is below the champion's."""
+    pre_score: float
+    """The champion's item score (mean over samples; missing and errors count 0)."""
+    post_score: float
+    """The challenger's item score."""
+    reason: str
+    """The figures behind the cause, e.g. `2 of 4 samples hit max_tokens 8`."""
+
+
+class DiagnosisExample(_Part):
+    """An item shown for a cause: what was asked, what was expected, what the challenger said.
+    Texts are cut at `diagnosis.EXCERPT_CHARS`; the answer is model output, plain text here and
+    escaped where rendered."""
+
+    item_id: str
+    """The suite item's id."""
+    prompt: str
+    """The prompt (empty when the suite is not available)."""
+    reference: str
+    """The reference answer (empty when the suite is not available)."""
+    answer: str
+    """The challenger's answer that shows the cause (a truncated one for `length`, one that
+    holds the reference for `format`, the error for `infra`)."""
+    reason: str
+    """The item's reason, as in `DiagnosedItem.reason`."""
+
+
+class CauseCount(_Part):
+    """One cause: how many items it explains, what to do about it, a few of its items."""
+
+    cause: Cause
+    """The cause."""
+    items: int
+    """Items given this cause."""
+    worse: int
+    """Of them, items whose score fell (the rest still fail without having fallen)."""
+    suggestion: str
+    """One line with the figures and what to do (empty when no item has this cause)."""
+    examples: list[DiagnosisExample] = []
+    """The first few items of this cause, in suite order."""
+
+
+class TagCauses(_Part):
+    """The causes counted on the items carrying one tag."""
+
+    tag: str
+    """The tag."""
+    counts: dict[str, int]
+    """Items per cause (every cause, zeros included, in `CAUSES` order)."""
+
+
+class LenientRescore(_Part):
+    """How often the scorer itself is the problem: the challenger's failing answers (on the
+    diagnosed items) re-read leniently (`report/lenient.py`)."""
+
+    checked: int
+    """Failing answers re-read (their scorer has a lenient reading and the suite is here)."""
+    holds_reference: int
+    """Of them, answers that hold the reference value the scorer rejected."""
+    not_checked: int
+    """Failing answers not re-read: their scorer has no lenient reading (tool calls, tests,
+    agents, judges), the item gives no reference value, or the suite is not available."""
+    not_checked_items: int
+    """`drift` items with a failing answer that was not re-read: `format` was not ruled out."""
+    note: str | None = None
+    """Why nothing could be re-read (the suite is missing or has changed); None when it
+    could."""
+
+    @property
+    def share(self) -> float | None:
+        """holds_reference / checked; None when nothing was checked."""
+        return self.holds_reference / self.checked if self.checked else None
+
+
+class Diagnosis(_Part):
+    """Why items got worse or still fail: one cause per item, counted per cause and per tag."""
+
+    threshold: float
+    """An item is right when its score is ≥ this (the flips' threshold)."""
+    sample_threshold: float
+    """A sample passes when its score is ≥ this (the pass@k threshold)."""
+    max_tokens: int
+    """The completion length limit both arms were sampled with."""
+    n_items: int
+    """Items compared."""
+    worse: int
+    """Items whose challenger score is below the champion's."""
+    still_failing: int
+    """Items the challenger gets wrong (score below `threshold`)."""
+    causes: list[CauseCount]
+    """One entry per cause, in `CAUSES` order."""
+    per_tag: list[TagCauses]
+    """Causes per tag, sorted by tag."""
+    rescore: LenientRescore
+    """The lenient re-scoring of the failing answers."""
+    items: list[DiagnosedItem]
+    """Every diagnosed item, in suite order."""
+
+    @property
+    def diagnosed(self) -> int:
+        """Items diagnosed: those that got worse or still fail."""
+        return len(self.items)
+
+    def count(self, cause: str) -> int:
+        """Items given `cause`."""
+        return next((c.items for c in self.causes if c.cause == cause), 0)
+
+
 class DeltaReport(Record):
     """The paired comparison of two sample logs on the same items (pre vs post)."""
 
     KIND = "delta"
-    VERSION = 1
+    VERSION = 2
 
     suite_revision: str
     """sha256 of the suite both logs were evaluated on (refused if they differ)."""
@@ -164,3 +294,13 @@ class DeltaReport(Record):
     """pass@k curves with bands."""
     settings: DeltaSettings
     """Settings used."""
+    diagnosis: Diagnosis | None = None
+    """Why items got worse or still fail (version 2); None when not computed (then the field
+    is not written and the record is version 1)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        if self.diagnosis is None:  # version 1: readers that predate the diagnosis read it
+            del out["diagnosis"]
+            out["schema"] = "tuneloop.delta/1"
+        return out
