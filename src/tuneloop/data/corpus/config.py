@@ -43,6 +43,11 @@ class SourceSpec(Section):
     options: dict[str, Any] = {}
     """Ingester options (e.g. generic_jsonl field names)."""
 
+    @property
+    def source_name(self) -> str:
+        """What its rows' `source` is: `name`, else the file's (or folder's) stem."""
+        return self.name or self.path.stem
+
 
 class ScrubSpec(Section):
     emails: bool = True

@@ -51,8 +51,10 @@ from tuneloop.data.corpus.steps import (
     apply_bands,
     feedback_gone,
     grpo_row,
+    lsh_params,
     remove_contaminated,
     remove_duplicates,
+    scrubber,
     start_build,
 )
 from tuneloop.data.corpus.training_rows import row_or_id
@@ -68,7 +70,7 @@ from tuneloop.endpoint import Endpoint
 from tuneloop.errors import InputError, did_you_mean, refuse_overwriting_inputs
 from tuneloop.records import sha256_bytes, sha256_file, sha256_path
 from tuneloop.registry import scorers
-from tuneloop.scrub import Scrubber, ScrubRules
+from tuneloop.scrub import Scrubber
 
 # restated by loop/corpus_data.py's OUTPUT_FILES, which must not load this package: change both
 SFT_FILE, PREF_FILE, GRPO_FILE = "sft.jsonl", "preference.jsonl", "grpo.jsonl"
@@ -118,19 +120,19 @@ def build_corpus(
         traces, rejects, sources = _ingest(cfg)
         _check_records(cfg, sources)
         step("scrub")
-        scrubber = Scrubber(ScrubRules(**cfg.scrub.model_dump()))
+        scrub = scrubber(cfg.scrub)
         made, signed, ran, trace_lines = None, None, {"kind": "local"}, None
         if cfg.executor.kind == "ray":
             lsh = _lsh(cfg) if cfg.dedup.near else None
-            done = row_pass(traces, scrubber, lsh, cfg.executor)
+            done = row_pass(traces, scrub, lsh, cfg.executor)
             made, signed, ran = done.rows, done.signatures, done.executor
             trace_lines, traces = done.trace_lines, []
         else:
-            traces = [scrubber.trace(t) for t in traces]
-        rejects = [scrubber.value(r) for r in rejects]
+            traces = [scrub.trace(t) for t in traces]
+        rejects = [scrub.value(r) for r in rejects]
         step("rows")
         b = start_build(made if made is not None else map(row_or_id, traces), cfg)
-        b.rejects, b.sources, b.scrubber = rejects, sources, scrubber
+        b.rejects, b.sources, b.scrubber = rejects, sources, scrub
         b.traces, b.trace_lines, b.signatures, b.executor = traces, trace_lines, signed, ran
         step("filter")
         b.drop("filter", feedback_gone(b.rows, cfg.filter.min_score, cfg.filter.keep_unrated))
@@ -149,7 +151,7 @@ def build_corpus(
 
 
 def _lsh(cfg: CorpusConfig) -> LshParams:
-    return LshParams(cfg.dedup.threshold, cfg.dedup.num_perm, cfg.dedup.shingle_size)
+    return lsh_params(cfg.dedup)
 
 
 def with_suites(cfg: CorpusConfig, extra: Sequence[Path]) -> CorpusConfig:
@@ -234,7 +236,7 @@ def _ingest(cfg: CorpusConfig) -> tuple[list[Any], list[dict[str, Any]], list[di
     rejects: list[dict[str, Any]] = []
     sources: list[dict[str, Any]] = []
     for spec in cfg.sources:
-        name = spec.name or spec.path.stem
+        name = spec.source_name
         files = source_files(spec.path)
         t, r, report = ingest_files(spec.format, files, dict(spec.options), source=name)
         traces.extend(t)

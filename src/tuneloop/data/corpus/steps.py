@@ -6,7 +6,7 @@ through `Build.drop` / `Build.drop_prompts`, which record why in removed.jsonl.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from tuneloop.data.corpus.bands import band_of, prompt_pass_rates
 from tuneloop.data.corpus.champion_rates import champion_pass_rates
-from tuneloop.data.corpus.config import CorpusConfig
+from tuneloop.data.corpus.config import CorpusConfig, DedupSpec, ScrubSpec
 from tuneloop.data.corpus.training_rows import (
     Row,
     grpo_candidates,
@@ -33,7 +33,7 @@ from tuneloop.data.dedup import (
 from tuneloop.data.text import conversation_text
 from tuneloop.endpoint import Endpoint
 from tuneloop.errors import InputError
-from tuneloop.scrub import Scrubber
+from tuneloop.scrub import Scrubber, ScrubRules
 
 
 @dataclass
@@ -130,16 +130,36 @@ def feedback_gone(rows: list[Row], min_score: float | None, keep_unrated: bool) 
     return gone
 
 
+def scrubber(spec: ScrubSpec) -> Scrubber:
+    """The scrubber of a build's `scrub:` section (applied to every trace before its row)."""
+    return Scrubber(ScrubRules(**spec.model_dump()))
+
+
+def exact_keys(rows: Sequence[Row]) -> list[str]:
+    """Each row's exact-dedup key: its source and normalized prompt (`dedup.exact_key`)."""
+    return [exact_key(r.source, r.prompt_key) for r in rows]
+
+
+def lsh_params(spec: DedupSpec) -> LshParams:
+    """The near-dup settings of a build's `dedup:` section."""
+    return LshParams(spec.threshold, spec.num_perm, spec.shingle_size)
+
+
+def row_text(row: Row) -> RowText:
+    """What decontamination sees of an SFT row: the whole conversation and its prompt."""
+    return RowText(row.text, row.prompt)
+
+
 def remove_duplicates(b: Build, cfg: CorpusConfig) -> None:
     """Exact dedup, then near-dup (MinHash LSH) of the rows; GRPO prompts on their prompt."""
     if cfg.dedup.exact:
-        dup = exact_duplicates([exact_key(r.source, r.prompt_key) for r in b.rows])
+        dup = exact_duplicates(exact_keys(b.rows))
         b.drop(
             "exact_dedup",
             {i: f"same source and prompt as {b.rows[j].source_id}" for i, j in dup.items()},
         )
     if cfg.dedup.near:
-        params = LshParams(cfg.dedup.threshold, cfg.dedup.num_perm, cfg.dedup.shingle_size)
+        params = lsh_params(cfg.dedup)
         if b.signatures is not None and b.rows:
             sig = np.stack([b.signatures[id(r)] for r in b.rows])
             near = lsh_duplicates(sig, params)
@@ -158,7 +178,7 @@ def remove_contaminated(b: Build, cfg: CorpusConfig) -> None:
     user = "\n".join
     run = decontaminate_sets(
         {
-            "rows": [RowText(r.text, r.prompt) for r in b.rows],
+            "rows": [row_text(r) for r in b.rows],
             "preference": [
                 RowText(
                     _pair_text(p),
