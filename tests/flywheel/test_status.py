@@ -218,7 +218,7 @@ def test_the_command_reads_loop_yaml_and_the_workdir(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "champion   none yet" in result.output
     result = runner.invoke(app, [str(tmp_path / "loop.yaml"), "--json"])
-    assert json.loads(result.output)["schema"] == "tuneloop.flywheel_status/1"
+    assert json.loads(result.output)["schema"] == "tuneloop.flywheel_status/3"
 
 
 def test_suite_items_tag_requests(tmp_path: Path) -> None:
@@ -300,7 +300,9 @@ def _labels(tmp: Path, n: int, at: float) -> None:
         for _ in range(n):
             cid = f"chatcmpl-{at}-{fh.tell()}"
             request = {"messages": [{"role": "user", "content": "What is 2 + 3?"}]}
-            exchange = {"timestamp": at, "request": request, "response": {"id": cid}}
+            answer = {"index": 0, "message": {"role": "assistant", "content": "6"}}
+            response = {"id": cid, "choices": [answer]}
+            exchange = {"timestamp": at, "request": request, "response": response}
             feedback = {"type": "feedback", "completion_id": cid, "verdict": "down",
                         "correction": "5", "timestamp": at}  # fmt: skip
             fh.write(json.dumps(exchange) + "\n" + json.dumps(feedback) + "\n")
@@ -395,3 +397,27 @@ def test_an_audit_log_given_is_used_or_refused(tmp_path: Path) -> None:
     log = sample_log(tmp_path / "audit", [1.0, 0.0, 1.0, 1.0])  # items q0..q3: not the suite's
     ran = tuneloop("status", config, "--audit-log", log, cwd=tmp_path)
     ran.assert_input_error(str(log), "none of the audit part's 48 items")
+
+
+def test_status_counts_growth_after_dedup_and_states_power_and_alpha(tmp_path: Path) -> None:
+    """Issue 32: 49 labelled copies of one prompt are one new training row; the next gate's
+    MDE and the α spent are stated at every look (the installed script)."""
+    import time
+
+    from ..installed import tuneloop
+
+    config = _flywheel(tmp_path, gate_size=50, triggers={"min_new_labels": 2})
+    _labels(tmp_path, 49, time.time() - 60)
+    seen = _status(config)
+    growth = seen["traffic"]["growth"]
+    assert (seen["traffic"]["new_labels"], growth["labelled"], growth["trainable"]) == (49, 49, 1)
+    assert growth["removed"] == {"exact_duplicate": 48}
+    new_labels = seen["triggers"]["firings"][0]
+    assert (new_labels["value"], new_labels["fired"]) == (1, False)
+    power = seen["triggers"]["power"]
+    assert power["slice"] == "gate-000" and power["items"] == 50 and not power["held"]
+    assert power["mde"] > 0.2 and seen["alpha"]["rule"] == "none"
+    text = tuneloop("status", config, cwd=tmp_path).stdout
+    assert "1 new training rows from 49 new labels after the corpus steps (48 exact" in text
+    assert "power      gate gate-000: MDE" in text
+    assert "alpha      no gate.sequence rule: 0 rounds gated" in text

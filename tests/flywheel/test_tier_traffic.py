@@ -40,12 +40,12 @@ def threshold_trace(
     return CascadeTrace(tier=steps[-1].name, cost_usd=sum(s.cost_usd for s in steps), steps=steps)
 
 
-def test_no_trace_no_figures_and_the_status_stays_version_1() -> None:
+def test_no_trace_no_figures() -> None:
     assert measure_tiers([exchange(1.0), exchange(2.0)], min_requests=1) is None
     status = gather_status(FlywheelConfig(), ledger_path=None, last_round=None, now=0.0)
     assert status.tiers is None
-    assert status.to_json()["schema"] == "tuneloop.flywheel_status/1"
-    assert "tiers" not in status.to_json()
+    assert status.to_json()["schema"] == "tuneloop.flywheel_status/3"
+    assert status.to_json()["tiers"] is None
     assert "cascade" not in render_status(status)
 
 

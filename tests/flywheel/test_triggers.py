@@ -15,6 +15,7 @@ from tuneloop.flywheel.triggers import (
     after_round,
     evaluate_triggers,
 )
+from tuneloop.loop.rounds.power import GatePower
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc).timestamp()
 TODAY, YESTERDAY = "2026-12-01", "2026-11-30"
@@ -180,3 +181,29 @@ def test_config_needs_a_trigger_and_rejects_reserved_features() -> None:
     with pytest.raises(ValidationError, match="extra"):
         FlywheelConfig.model_validate({"triggers": {"min_labels": 3}})
     assert not FlywheelConfig().approval.promote and not FlywheelConfig().approval.spend
+
+
+def _power(held: bool) -> GatePower:
+    return GatePower(
+        slice="gate-002",
+        items=50,
+        alpha=0.05,
+        sd_diff=0.5,
+        source="pilot",
+        mde=0.176,
+        target=0.05,
+        factor=2.0,
+        needed=155,
+        held=held,
+    )
+
+
+def test_power_holds_a_fired_round_and_pacing_is_reported_apart() -> None:
+    fired = obs(new_labels=120, labelled=400, power=_power(held=True))
+    decision = evaluate_triggers(fired, CONFIG, pace(), now=NOW)
+    assert decision.fired == ["new_labels"] and decision.held_for_power
+    assert not decision.run and decision.blocked_by == []
+    assert decision.firings[0].detail == "120 new training rows from 400 new labels (fires at 100)"
+    assert "needs 105 more gate items" in (decision.power.text() if decision.power else "")
+    released = fired.model_copy(update={"power": _power(held=False)})
+    assert evaluate_triggers(released, CONFIG, pace(), now=NOW).run

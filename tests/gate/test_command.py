@@ -359,3 +359,39 @@ def test_read_only_ledger_commands_on_a_missing_ledger_exit_2_and_create_nothing
         ran.assert_input_error(str(missing), "no ledger here")
         assert len(ran.stderr.strip().splitlines()) == 1, ran.stderr
     assert not missing.parent.exists()
+
+
+def test_gate_under_a_sequence_rule_spends_alpha_k_and_refuses_a_round_without_it(
+    tuneloop, make_log, suite_file, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    ledger = tmp_path / "ledger.db"
+    log = logs_on(make_log, suite_file, "first")
+    rc, out = tuneloop(*gate_args(log, log, suite_file, ledger, "--sequence", "alpha_spending"))
+    assert rc == 1 and "α_1 = 0.0304:" in out, out
+    (verdict,) = (tmp_path / "verdicts").glob("*/verdict.json")
+    first = json.loads(verdict.read_text())
+    assert first["bar"]["sequence"]["k"] == 1 and n_rows(ledger, "alpha_spent") == 1
+    (significance,) = [c for c in first["conditions"] if c["name"] == "significance"]
+    assert significance["detail"] == (
+        "one-sided permutation test p = 1 (≥ α_1 = 0.0304: round 1 of the sequence, "
+        "alpha spending, basel series, flywheel α 0.05)"
+    )
+    # the next round names no rule: it would be tested outside the budget — refused
+    suite = edited_suite(suite_file, tmp_path / "s2.jsonl", add=100)
+    second = logs_on(make_log, suite, "second")
+    ran = installed(*gate_args(second, second, suite, ledger))
+    ran.assert_input_error("gate.sequence", "1 round(s) under a rule", "bar has none")
+    assert n_rows(ledger, "verdicts") == 1
+    # a bar file's rule and --sequence must agree
+    bar_file = tmp_path / "bar.yaml"
+    bar_file.write_text("sequence: lord\n")
+    ran = installed(
+        *gate_args(second, second, suite, ledger, "--bar", bar_file, "--sequence", "alpha_spending")
+    )
+    ran.assert_input_error("sets sequence {'rule': 'lord'}", "give the rule once")
+    # the rule from the bar file: the ledger's is alpha_spending, so lord is another rule
+    ran = installed(*gate_args(second, second, suite, ledger, "--bar", bar_file))
+    ran.assert_input_error("declared by its first round", "LORD++")
+    ran = installed(*gate_args(second, second, suite, ledger, "--sequence", "alpha_spending"))
+    assert ran.code == 1 and "α_2 = 0.0076:" in ran.stdout, ran.output
+    assert n_rows(ledger, "alpha_spent") == 2

@@ -216,3 +216,45 @@ def test_the_gate_refuses_a_log_answered_by_another_artifact(tmp_path: Path) -> 
         PhaseFailed, match="post arm was answered by model /m .*redo from eval_post"
     ):
         check_served(work, ("a" * 64, "d" * 64))
+
+
+def test_rounds_under_a_sequence_seal_their_alpha_k_and_a_spent_one_is_refused_before_training(
+    tmp_path: Path,
+) -> None:
+    from tuneloop.config import load_config
+    from tuneloop.gate.ledger import open_ledger
+    from tuneloop.loop.integrity import preflight_gate
+
+    from .rounds.test_driver import flywheel_config
+
+    config = flywheel_config(tmp_path)
+    uniform = "  sequence: {rule: alpha_spending, series: uniform, horizon: 2}\n"
+    config.write_text(config.read_text().replace("gate:\n", "gate:\n" + uniform))
+    assert fakeloop.run_round(config) == 0 and fakeloop.run_round(config) == 0
+    with open_ledger(tmp_path / "ledger" / "ledger.db") as ledger:
+        spent = ledger.alpha_spent()
+        verdicts = ledger.verdicts()
+    assert [(s.k, s.alpha) for s in spent] == [(1, 0.025), (2, 0.025)]
+    assert [v.bar["alpha"] for v in verdicts] == [0.025, 0.025]
+    assert [v.bar_sha256 for v in verdicts] == [s.bar_sha256 for s in spent]
+    cfg = load_config(config)
+    fakeloop.CALLS.clear()
+    with pytest.raises(InputError, match="the sequence's α is spent: .* round 3 may spend nothing"):
+        preflight_gate(cfg, cfg.workdir, False)  # what `tuneloop run` checks before any phase
+    assert fakeloop.CALLS == []
+
+
+def test_a_gate_redone_as_a_new_round_judges_the_bar_its_round_sealed(tmp_path: Path) -> None:
+    from tuneloop.gate.ledger import open_ledger
+
+    config = write_config(tmp_path, gate={"sequence": "alpha_spending"})
+    first = runner(config).run()
+    assert verdict(tmp_path)["bar"]["sequence"]["k"] == 1
+    again = runner(config, ["gate.allow_slice_reuse=true", "gate.seed=1"], from_phase="gate").run()
+    # a new run id, judged against the bar its round sealed: the same evidence, so the same
+    # look (the stored verdict); judged against the next round's α it would be refused
+    assert again.run_id != first.run_id
+    v = verdict(tmp_path)
+    assert v["run_id"] == first.run_id and v["bar"]["sequence"]["k"] == 1
+    with open_ledger(tmp_path / "ledger" / "ledger.db") as ledger:
+        assert [s.seal_id for s in ledger.alpha_spent()] == [first.run_id]  # spent once

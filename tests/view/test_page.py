@@ -58,3 +58,37 @@ def test_an_empty_ledger_says_so(tmp_path: Path) -> None:
     assert "Nothing in the ledger yet" in html and "No champion in the ledger yet" in html
     assert "No round has a measured Δ yet" in html and "<svg" not in html
     assert html.count("Not measured") == 2  # drift and audit accuracy
+
+
+def test_without_a_sequence_rule_the_unbounded_risk_is_shown(world: Path) -> None:
+    d = gather(resolve(world, None))
+    assert d.budget.rule == "none" and len(d.budget.rounds) == 3  # r0004 never sealed a bar
+    html = render_dashboard(d)
+    assert 'id="alpha-budget"' in html and 'id="alpha-table"' not in html
+    assert (
+        "No sequence rule (gate.sequence): 3 rounds at α 0.05 each; P(any false promotion) up "
+        "to 1 − ∏(1 − α_k) = 14.3% if none was a real improvement"
+    ) in html
+
+
+def test_a_sequence_rule_shows_alpha_spent_remaining_and_each_rounds_alpha_k(
+    tmp_path: Path,
+) -> None:
+    from ..loop.fakeloop import run_round
+    from ..loop.rounds.test_driver import flywheel_config
+
+    config = flywheel_config(tmp_path)
+    config.write_text(config.read_text().replace("gate:\n", "gate:\n  sequence: alpha_spending\n"))
+    assert run_round(config) == 0 and run_round(config) == 0
+    d = gather(resolve(config, None))
+    assert [(r.k, r.promoted) for r in d.budget.rounds] == [(1, True), (2, True)]
+    html = render_dashboard(d)
+    assert html.count('<tr><td class="num">') == 2  # the alpha table: one row per round
+    assert (
+        "alpha spending, basel series, flywheel α 0.05: α 0.038 spent over 2 rounds, "
+        "0.012 of 0.05 remaining (P(any false promotion) ≤ 0.038 so far, ≤ 0.05 ever)."
+    ) in html
+    assert "Next: round 3 of the sequence gets α_3 = 0.00338." in html
+    assert "α_1 0.0304" in html and "α_2 0.0076" in html  # the delta table's α column
+    alone = gather(resolve(None, tmp_path / "ledger" / "ledger.db"))  # no config: as declared
+    assert alone.budget.how == d.budget.how and alone.budget.next_alpha == d.budget.next_alpha

@@ -20,8 +20,10 @@ from tuneloop.config.base import ConfigPath, Section
 
 class TriggersConfig(Section):
     min_new_labels: int | None = Field(default=100, ge=1)
-    """Fire when at least this many exchanges got feedback (a verdict or a correction) since
-    the last round started; None turns the trigger off."""
+    """Fire when at least this many new training rows came from feedback since the last round
+    started: labelled exchanges (a verdict or a correction) counted after the corpus steps —
+    filters, exact and near dedup against each other and the rows already trained on, and
+    decontamination — so 49 copies of one prompt are one. None turns the trigger off."""
     drift_psi: float | None = Field(default=None, gt=0)
     """Fire when any feature's PSI between the last round's training rows and recent traffic
     reaches this value (0.1 moderate, 0.25 significant); None turns the trigger off."""
@@ -30,6 +32,16 @@ class TriggersConfig(Section):
     accuracy_floor: float | None = Field(default=None, ge=0, le=1)
     """Fire when the champion's audit accuracy is below this with 95% confidence (the upper
     end of its Wilson interval is below it); None turns the trigger off."""
+    power_factor: float | None = Field(default=None, gt=0)
+    """Hold a round whose gate slice's minimum detectable effect (one-sided at the round's α,
+    80% power, from the champion's last sample log) exceeds this × the target effect (e.g.
+    2): it would most often call a real improvement of that size "not significant". The hold
+    says how many more gate items would release it. None: power holds no round; the MDE is
+    still shown by `status` and the watcher's log, and `check` warns when it exceeds the
+    margin."""
+    target_effect: float | None = Field(default=None, gt=0, le=1)
+    """The improvement a round must be able to detect; None uses gate.margin (a margin of 0
+    sets no target: the MDE is shown and nothing is held)."""
     features: list[str] = []
     """Extra drift features: keys of the traffic requests' `metadata` (beside `tag` and
     `prompt_words`, which are always measured)."""

@@ -328,7 +328,8 @@ class BarConfig(Section):
     margin: float = Field(default=0.0, ge=0, strict=True)
     """Minimum practical improvement Δ (absolute, on the metric's scale)."""
     alpha: float = Field(default=0.05, gt=0, lt=0.5, strict=True)
-    """Significance level of the one-sided test, in (0, 0.5) (as the gate's sealed bar)."""
+    """Significance level of the one-sided test, in (0, 0.5) (as the gate's sealed bar); with
+    `gate.sequence`, the whole sequence's α, of which each round's bar gets its α_k."""
     test: Literal["permutation", "sign"] = "permutation"
     """Paired test used for significance: `permutation` (paired sign-flip) or `sign`."""
     non_inferiority_epsilon: float | None = Field(default=None, gt=0, strict=True)
@@ -344,6 +345,74 @@ class BarConfig(Section):
     """A cost condition: the challenger's mean cost per item (the sample rows' `cost_usd`:
     `eval.usd_per_1m`, or what a cascade reports) within an absolute limit and/or a ratio to
     the champion's; sealed with the bar. None: cost is not judged."""
+
+
+SequenceRule = Literal["alpha_spending", "lord"]
+"""How the rounds of one ledger share `gate.alpha` (`gate.sequence.rule`)."""
+
+
+class SequenceConfig(Section):
+    """The flywheel's error budget (`gate.sequence`): one α for the whole sequence of rounds
+    that gate in one ledger, shared out round by round (`tuneloop.gate.sequence`; docs/gate.md
+    "The flywheel's error budget"). `gate.sequence: alpha_spending` (or `lord`) is short for
+    `gate.sequence: {rule: alpha_spending}`."""
+
+    rule: SequenceRule
+    """`alpha_spending`: round k gets α_k from `series`, a series declared in advance whose
+    sum is at most gate.alpha, so P(any false promotion over every round) ≤ gate.alpha (the
+    union bound). `lord`: LORD++ (Ramdas et al. 2017): each round's α is earned back by the
+    promotions before it; bounds the false discovery rate at gate.alpha (and, when no
+    challenger is truly better, P(any false promotion) ≤ `w0`)."""
+    series: Literal["basel", "geometric", "uniform"] = "basel"
+    """alpha_spending's series: `basel` α·6/(π²k²), `geometric` α(1 − ratio)·ratio^(k−1), or
+    `uniform` α/horizon for the first `horizon` rounds and nothing after."""
+    ratio: float = Field(default=0.5, gt=0, lt=1, strict=True)
+    """The `geometric` series' ratio, in (0, 1)."""
+    horizon: int | None = Field(default=None, gt=0, strict=True)
+    """The `uniform` series' number of rounds (required there); round horizon + 1 is refused."""
+    w0: float | None = Field(default=None, gt=0, lt=0.5, strict=True)
+    """LORD's initial wealth, at most gate.alpha; None: gate.alpha / 2."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: object) -> object:
+        """`gate.sequence: lord` is `{rule: lord}`."""
+        return {"rule": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _keys_of_the_rule(self) -> SequenceConfig:
+        given = self.model_fields_set
+        lord_only, spending_only = {"w0"}, {"series", "ratio", "horizon"}
+        wrong = sorted(given & (spending_only if self.rule == "lord" else lord_only))
+        if wrong:
+            keys = ", ".join(wrong)
+            raise ValueError(f"{keys}: not a setting of rule {self.rule!r}")
+        if self.rule == "alpha_spending":
+            if self.series == "uniform" and self.horizon is None:
+                raise ValueError(
+                    "horizon: series 'uniform' splits gate.alpha over a declared "
+                    "number of rounds; set horizon (e.g. 20)"
+                )
+            if self.horizon is not None and self.series != "uniform":
+                raise ValueError(
+                    f"horizon: only the 'uniform' series has one (the series is {self.series!r})"
+                )
+            if "ratio" in given and self.series != "geometric":
+                raise ValueError(
+                    f"ratio: only the 'geometric' series has one (the series is {self.series!r})"
+                )
+        return self
+
+
+def sequence_problem(alpha: float, sequence: SequenceConfig | None) -> str | None:
+    """What is wrong with `sequence` under the sequence's α `alpha` (None: nothing): LORD's
+    initial wealth may not exceed it."""
+    if sequence is not None and sequence.w0 is not None and sequence.w0 > alpha:
+        return (
+            f"gate.sequence.w0 ({sequence.w0:g}) is LORD's initial wealth, part of the "
+            f"sequence's α: it must be at most gate.alpha ({alpha:g})"
+        )
+    return None
 
 
 class GateConfig(BarConfig):
@@ -364,6 +433,19 @@ class GateConfig(BarConfig):
     seed: int = 0
     """Seed of the gate's resampling (permutation p-values, bootstrap bounds); the gate's own,
     so changing `report.seed` does not change a verdict."""
+    sequence: SequenceConfig | None = None
+    """The flywheel's error budget: a rule that shares gate.alpha out among the rounds that
+    gate in this ledger (`alpha_spending` or `lord`; see SequenceConfig), so gate.alpha
+    bounds the whole sequence, and each round's sealed bar carries its own α_k. None: every
+    round is tested at gate.alpha, and nothing bounds the chance of a false promotion over
+    many rounds."""
+
+    @model_validator(mode="after")
+    def _sequence_within_alpha(self) -> GateConfig:
+        problem = sequence_problem(self.alpha, self.sequence)
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 class ArchiveConfig(Section):

@@ -49,9 +49,11 @@ def status(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the status record.")] = False,
 ) -> None:
-    """Show the champion, new labels, drift, audit accuracy, which triggers would fire, and
-    the watcher's pacing, rounds and decisions."""
+    """Show the champion, new labels (before and after the corpus steps), drift, audit
+    accuracy, the next round's gate power, the α spent, which triggers would fire, and the
+    watcher's pacing, rounds and decisions."""
     from tuneloop.config import load_config
+    from tuneloop.flywheel.prospect import next_round
     from tuneloop.loop.layout import ledger_path
     from tuneloop.loop.preflight import flywheel_problems
     from tuneloop.suite import load_suite
@@ -78,6 +80,7 @@ def status(
             audit_log=audit_log,
             pacing=state.pacing() if state else None,
             now=time.time(),
+            next_round=next_round(cfg, config, audit_log or (last.audit_log if last else None)),
         )
         if as_json:
             typer.echo(json.dumps(result.to_json(), indent=2))

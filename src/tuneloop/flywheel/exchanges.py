@@ -303,14 +303,25 @@ def count_new_labels(traffic: Traffic, since: float | None) -> LabelCount:
     """Exchanges labelled after `since` (all time when None); see the module docstring."""
     chat = {e.completion_id for e in traffic.exchanges if e.completion_id and e.is_chat}
     text = {e.completion_id for e in traffic.exchanges if e.completion_id and not e.is_chat}
-    choices = {e.completion_id: e.choices for e in traffic.exchanges if e.completion_id}
-    fresh = [f for f in traffic.feedback if f.is_label and (since is None or f.timestamp > since)]
-    ids = [_exchange_id(f.completion_id, choices) for f in fresh]
+    ids = _labelled(traffic, since)
     return LabelCount(
         new=len({cid for cid in ids if cid in chat}),
         orphans=sum(1 for cid in ids if cid not in chat and cid not in text),
         untrainable=sum(1 for cid in ids if cid in text),
     )
+
+
+def labelled_ids(traffic: Traffic, since: float | None) -> set[str]:
+    """The chat exchanges labelled after `since`: the ones `count_new_labels` counts new."""
+    chat = {e.completion_id for e in traffic.exchanges if e.completion_id and e.is_chat}
+    return {cid for cid in _labelled(traffic, since) if cid in chat}
+
+
+def _labelled(traffic: Traffic, since: float | None) -> list[str]:
+    """The exchange each label after `since` names, one entry per label."""
+    choices = {e.completion_id: e.choices for e in traffic.exchanges if e.completion_id}
+    fresh = [f for f in traffic.feedback if f.is_label and (since is None or f.timestamp > since)]
+    return [_exchange_id(f.completion_id, choices) for f in fresh]
 
 
 def _exchange_id(cid: str, choices: dict[str, int]) -> str:

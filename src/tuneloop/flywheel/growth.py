@@ -87,7 +87,7 @@ from tuneloop.data.files import source_files
 from tuneloop.data.ingest.base import read_json_lines
 from tuneloop.data.text import normalized_prompt
 from tuneloop.errors import InputError
-from tuneloop.flywheel.exchanges import Exchange, Traffic, count_new_labels, parse_line
+from tuneloop.flywheel.exchanges import Exchange, Traffic, labelled_ids, parse_line
 from tuneloop.records import iter_jsonl
 from tuneloop.records.trace import Trace
 from tuneloop.registry import ingesters
@@ -161,11 +161,11 @@ def count_growth(
     InputError when the corpus config does not load, a suite or `trained_rows` does not read.
     Costs ≈ 0.1 s a call on a 5,000-exchange log (the module docstring's "Cost")."""
     steps = _steps(corpus, suites, traffic.files)
-    labelled = count_new_labels(traffic, since).new
     note = "; ".join(steps.notes) or None
+    ids = labelled_ids(traffic, since)
+    labelled = len(ids)
     if labelled == 0:
         return Growth(labelled=0, trainable=0, removed={}, note=note)
-    ids = _labelled_ids(traffic, since)
     traces = _labelled_traces(steps, ids)
     scrub = scrubber(steps.scrub)
     made = [(t.source_id, to_row(scrub.trace(t))) for t in traces]
@@ -188,26 +188,6 @@ def count_growth(
         removed={step: removed[step] for step in STEPS if removed[step]},
         note=note,
     )
-
-
-def _labelled_ids(traffic: Traffic, since: float | None) -> set[str]:
-    """The completion ids of the exchanges `count_new_labels` counts: chat exchanges with a
-    label after `since`; a label naming choice `<id>#<n>` labels exchange `<id>`."""
-    chat = {e.completion_id: e.choices for e in traffic.exchanges if _is_chat(e)}
-    out = set()
-    for f in traffic.feedback:
-        if not f.is_label or (since is not None and f.timestamp <= since):
-            continue
-        base, sep, index = f.completion_id.rpartition("#")
-        if f.completion_id in chat:
-            out.add(f.completion_id)
-        elif sep and index.isdigit() and int(index) < chat.get(base, 0):
-            out.add(base)
-    return out
-
-
-def _is_chat(exchange: Exchange) -> bool:
-    return exchange.completion_id is not None and exchange.is_chat
 
 
 def _exchange_of(source_id: str, ids: set[str]) -> str:

@@ -10,6 +10,7 @@ from tuneloop.flywheel.features import FeatureDrift
 from tuneloop.flywheel.status import FlywheelStatus
 from tuneloop.flywheel.tier_traffic import TierTraffic
 from tuneloop.flywheel.triggers import TriggerDecision
+from tuneloop.gate.sequence import AlphaBudget
 
 _LABEL = 10
 
@@ -54,11 +55,14 @@ def render_status(status: FlywheelStatus) -> str:
         _line("", f"{path} does not exist yet: nothing served (`tuneloop watch` creates it)")
         for path in t.missing
     )
-    lines.append(_line("labels", f"{t.new_labels} new labelled rows{orphans}"))
+    lines.append(_line("labels", _labels_text(status) + orphans))
     lines.extend(_drift_lines(status.drift))
     if status.tiers is not None:
         lines.extend(_tier_lines(status.tiers))
     lines.append(_line("audit", _audit_text(status)))
+    lines.append(_line("power", _power_text(status)))
+    if status.alpha is not None:
+        lines.append(_line("alpha", alpha_text(status.alpha)))
     lines.extend(_trigger_lines(status.triggers))
     return "\n".join(lines)
 
@@ -109,6 +113,52 @@ def _tier_lines(t: TierTraffic) -> list[str]:
     return out
 
 
+def _labels_text(status: FlywheelStatus) -> str:
+    t = status.traffic
+    g = t.growth
+    if g is None:
+        return f"{t.new_labels} new labelled rows"
+    gone = ", ".join(f"{n} {step.replace('_', ' ')}" for step, n in g.removed.items() if n)
+    why = f" ({gone})" if gone else ""
+    note = f"; {g.note}" if g.note else ""
+    return (
+        f"{g.trainable} new training rows from {g.labelled} new labels after the corpus "
+        f"steps{why}{note}"
+    )
+
+
+def _power_text(status: FlywheelStatus) -> str:
+    power = status.triggers.power
+    if power is None:
+        return status.power_note or "not measured"
+    return f"{'HELD: ' if power.held else ''}{power.text()}"
+
+
+def alpha_text(budget: AlphaBudget) -> str:
+    """The flywheel's α in one line: spent, remaining and the next round's."""
+    if budget.rule == "none":
+        return (
+            f"no gate.sequence rule: {len(budget.rounds)} rounds gated, Σα {budget.spent:.3g}, "
+            f"P(any false promotion) up to {budget.risk():.3f}; the next at α "
+            f"{budget.next_alpha:g}"
+        )
+    left = f", {budget.remaining:.3g} remaining" if budget.remaining is not None else ""
+    before = (
+        f"; {budget.before_rule} rounds before the rule, at their own α"
+        if budget.before_rule
+        else ""
+    )
+    nxt = (
+        f"round {budget.next_k} is refused: {budget.refusal}"
+        if budget.refusal
+        else f"round {budget.next_k} gets α {budget.next_alpha:.3g}"
+    )
+    return (
+        f"{budget.how}: {budget.spent:.3g} spent by {len(budget.rounds)} rounds{left}; "
+        f"{nxt}{before}"
+    )
+
+
 def _audit_text(status: FlywheelStatus) -> str:
     a = status.audit
     if a is None:
@@ -138,6 +188,8 @@ def _trigger_lines(decision: TriggerDecision) -> list[str]:
         out.append(_line("pacing", "a round may start now"))
     if decision.run:
         verdict = f"a round would start now ({', '.join(decision.fired)})"
+    elif decision.fired and decision.held_for_power and not decision.blocked_by:
+        verdict = "a trigger fired, but the gate cannot detect the target effect: held"
     elif decision.fired:
         verdict = "a trigger fired, but pacing holds the round"
     else:

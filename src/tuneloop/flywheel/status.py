@@ -1,8 +1,9 @@
-"""Where the flywheel stands: the champion, new labels, drift, audit accuracy, triggers, and
+"""Where the flywheel stands: the champion, new labels (before and after the corpus steps),
+drift, audit accuracy, the next round's gate power and the flywheel's α budget, triggers, and
 for a served cascade its recent traffic per tier (`tier_traffic`).
 
     status = gather_status(cfg.flywheel, ledger_path=ledger, last_round=last, suite=suite,
-                           pacing=pacing, now=time.time())
+                           pacing=pacing, now=time.time(), next_round=nxt)
     print(render_status(status))          # tuneloop.flywheel.render
 
 `gather_status` only reads: the gate ledger (through `gate.promotion.champion_history`, which
@@ -29,8 +30,11 @@ from tuneloop.config.flywheel import FlywheelConfig
 from tuneloop.errors import InputError
 from tuneloop.flywheel.exchanges import count_new_labels, read_traffic, recent_exchanges
 from tuneloop.flywheel.features import FeatureDrift, measure_drift, tag_index
+from tuneloop.flywheel.growth import Growth, count_growth
+from tuneloop.flywheel.prospect import NextRound
 from tuneloop.flywheel.tier_traffic import TierTraffic, measure_tiers
 from tuneloop.flywheel.triggers import Observations, PacingState, TriggerDecision, evaluate_triggers
+from tuneloop.gate.sequence import AlphaBudget
 from tuneloop.records import Record
 from tuneloop.suite import SuiteItem
 
@@ -85,13 +89,16 @@ class TrafficSummary(_Part):
     """Log lines not read, each `file:line: why` (a torn line after a crash; never fatal)."""
     untrainable_labels: int = 0
     """Labels since then on text completions, which make no training row (not new labels)."""
+    growth: Growth | None = None
+    """The new labels counted as the next round's corpus steps would keep them (what
+    `min_new_labels` counts); None: not counted (no loop config given)."""
 
 
 class FlywheelStatus(Record):
     """One look at the flywheel (`tuneloop status --json`)."""
 
     KIND = "flywheel_status"
-    VERSION = 2
+    VERSION = 3
 
     at: str
     """ISO-8601 UTC time of the look."""
@@ -110,15 +117,12 @@ class FlywheelStatus(Record):
     """Which triggers would fire now, and what pacing says."""
     tiers: TierTraffic | None = None
     """A served cascade's recent traffic per tier and its first tier's confidence drift
-    (`flywheel.tier_traffic`); None when no recent exchange carries a cascade trace.
-    Version 2 of the record; a status without it is written as version 1."""
-
-    def to_json(self) -> dict[str, Any]:
-        out = super().to_json()
-        if self.tiers is None:  # as before cascades: readers of version 1 still read it
-            del out["tiers"]
-            out["schema"] = "tuneloop.flywheel_status/1"
-        return out
+    (`flywheel.tier_traffic`); None when no recent exchange carries a cascade trace."""
+    alpha: AlphaBudget | None = None
+    """The flywheel's α: spent by each round's bar, remaining under `gate.sequence`, and the
+    next round's; None: not read (no loop config given)."""
+    power_note: str | None = None
+    """Why the next round's gate power is not measured (`triggers.power` is then None)."""
 
 
 @dataclass(frozen=True)
@@ -201,11 +205,13 @@ def gather_status(
     audit_log: Path | None = None,
     pacing: PacingState | None = None,
     now: float,
+    next_round: NextRound | None = None,
 ) -> FlywheelStatus:
     """One read-only look (see the module docstring); `suite` items give requests a tag;
     `audit_ids` are the audit part's items (`suite.rolling`), the only ones the accuracy is
     computed on (None: every item of the log); `audit_log` (`status --audit-log`) replaces
-    the last round's sample log, also before any round."""
+    the last round's sample log, also before any round; `next_round` (`flywheel.prospect`)
+    counts the new labels through the corpus steps and states the gate's power and α."""
     since = last_round.started_at if last_round else None
     if pacing is None:
         pacing = PacingState(last_round_at=since)
@@ -214,6 +220,15 @@ def gather_status(
     missing = [str(p) for p in flywheel.traffic if not Path(p).exists()]
     traffic = read_traffic([p for p in flywheel.traffic if str(p) not in missing])
     labels = count_new_labels(traffic, since)
+    growth = None
+    if next_round is not None:
+        growth = count_growth(
+            traffic,
+            since,
+            corpus=next_round.corpus,
+            trained_rows=last_round.training_rows if last_round else None,
+            suites=next_round.suites,
+        )
     recent = recent_exchanges(traffic, since)
     features = flywheel.triggers.features
     reference = last_round.training_rows if last_round else None
@@ -221,11 +236,13 @@ def gather_status(
     log = audit_log or (last_round.audit_log if last_round else None)
     audit = audit_accuracy(log, audit_ids) if log is not None else None
     observed = Observations(
-        new_labels=labels.new,
+        new_labels=growth.trainable if growth else labels.new,
+        labelled=labels.new if growth else None,
         recent_requests=len(recent),
         drift={d.feature: d.psi for d in drift},
         audit_accuracy=audit.accuracy if audit else None,
         audit_upper=audit.wilson[1] if audit else None,
+        power=next_round.power if next_round else None,
     )
     return FlywheelStatus(
         at=iso(now),
@@ -241,6 +258,7 @@ def gather_status(
             missing=missing,
             skipped_lines=traffic.skipped,
             untrainable_labels=labels.untrainable,
+            growth=growth,
         ),
         drift=drift,
         audit=audit,
@@ -248,4 +266,6 @@ def gather_status(
             observed, flywheel.triggers, pacing, now, poll_s=flywheel.poll_s
         ),
         tiers=measure_tiers(recent, min_requests=flywheel.triggers.drift_min_requests),
+        alpha=next_round.alpha if next_round else None,
+        power_note=next_round.power_note if next_round else None,
     )

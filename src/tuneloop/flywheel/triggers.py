@@ -7,13 +7,19 @@
 Pure functions over plain records: the watcher observes (labels, drift, audit accuracy),
 keeps a `PacingState` between looks, and asks. Triggers (each off when its setting is None):
 
-- `new_labels`: at least `min_new_labels` exchanges labelled since the last round started;
+- `new_labels`: at least `min_new_labels` new training rows from exchanges labelled since the
+  last round started — counted after the corpus steps (`flywheel.growth`), so 49 copies of one
+  prompt are one row;
 - `drift`: some measured feature's PSI ≥ `drift_psi`, judged only on at least
   `drift_min_requests` recent requests;
 - `accuracy`: the champion's audit accuracy is below `accuracy_floor` *with confidence* —
   the upper end of its Wilson interval is below the floor. Deliberately not the point
   estimate: on a small audit part the point estimate dips below a floor by chance alone, and
   a round is compute spent.
+
+Power holds a round a trigger called for when the next gate slice cannot detect the target
+effect (`loop.rounds.power`: its MDE above `power_factor` × the target); adding gate items
+releases it. The MDE is stated at every look, held or not.
 
 Pacing, each a reason a round is refused even when a trigger fired:
 `min_interval_s` × `backoff_factor`^(consecutive rejected rounds), capped at
@@ -29,6 +35,7 @@ from datetime import datetime, timedelta, timezone
 from pydantic import BaseModel, ConfigDict
 
 from tuneloop.config.flywheel import TriggersConfig
+from tuneloop.loop.rounds.power import GatePower
 
 
 class _Frozen(BaseModel):
@@ -39,7 +46,10 @@ class Observations(_Frozen):
     """What the watcher saw at one look."""
 
     new_labels: int
-    """Exchanges labelled since the last round started."""
+    """New training rows from exchanges labelled since the last round started (after the
+    corpus steps; what `min_new_labels` counts)."""
+    labelled: int | None = None
+    """Exchanges labelled since then, before the corpus steps; None: not counted apart."""
     recent_requests: int
     """Exchanges since the last round started (what drift is measured on)."""
     drift: dict[str, float | None] = {}
@@ -48,6 +58,8 @@ class Observations(_Frozen):
     """The champion's audit-part accuracy; None when not measured."""
     audit_upper: float | None = None
     """Upper end of its Wilson interval."""
+    power: GatePower | None = None
+    """The next round's gate power; None: not measured."""
 
 
 class PacingState(_Frozen):
@@ -90,15 +102,21 @@ class TriggerDecision(_Frozen):
     """How long to wait before the next look: `poll_s`, stretched by the backoff after
     consecutive looks where nothing fired. (Where a trigger fired but pacing refused, the
     watcher may instead wait until `allowed_at`.)"""
+    power: GatePower | None = None
+    """The next round's gate power (its MDE); a round held for it does not start."""
 
     @property
     def fired(self) -> list[str]:
         return [f.name for f in self.firings if f.fired]
 
     @property
+    def held_for_power(self) -> bool:
+        return self.power is not None and self.power.held
+
+    @property
     def run(self) -> bool:
-        """A trigger fired and pacing allows a round."""
-        return bool(self.fired) and not self.blocked_by
+        """A trigger fired, pacing allows a round and power does not hold it."""
+        return bool(self.fired) and not self.blocked_by and not self.held_for_power
 
 
 def utc_day(when: float) -> str:
@@ -123,6 +141,7 @@ def evaluate_triggers(
         blocked_by=blocked,
         allowed_at=allowed_at,
         next_poll_s=_backoff(poll_s, idle, config),
+        power=observations.power,
     )
 
 
@@ -138,13 +157,18 @@ def _firings(obs: Observations, config: TriggersConfig) -> list[TriggerFiring]:
     out = []
     if config.min_new_labels is not None:
         need = config.min_new_labels
+        raw = (
+            f"new training rows from {obs.labelled} new labels"
+            if obs.labelled is not None
+            else "new labelled rows"
+        )
         out.append(
             TriggerFiring(
                 name="new_labels",
                 fired=obs.new_labels >= need,
                 value=obs.new_labels,
                 threshold=need,
-                detail=f"{obs.new_labels} new labelled rows (fires at {need})",
+                detail=f"{obs.new_labels} {raw} (fires at {need})",
             )
         )
     if config.drift_psi is not None:

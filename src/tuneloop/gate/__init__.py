@@ -7,7 +7,8 @@ approval, 2 input error), or from the loop via `adjudicate`. The rule itself is 
 (`tuneloop.gate.ledger`: SQLite, opened with `open_ledger`, read as typed rows) refuses a second
 look at a consumed slice and keeps sealed bars, champion versions, verdicts, approvals and the
 flywheel's rounds; `EXPERIMENT-LOG.md` beside it (`gate.explog`) gets one Markdown entry per
-round.
+round. Under a sequence rule (`gate.sequence`) the rounds of one ledger share one α, each
+sealed at its α_k (`tuneloop.gate.sequence`: `round_bar`, `alpha_budget`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@
     tuneloop ledger consumed LEDGER [--items]
 
 `gate` judges only the slice's fresh items, as the loop's gate does (`tuneloop.gate.fresh`).
+With a sequence rule (`--sequence alpha_spending`, or `sequence:` in the bar file) the bar's
+alpha is the whole sequence's α, and the decision is made at the α_k the rule gives this
+round in the ledger (`tuneloop.gate.sequence`), spent with its verdict.
 
 Exit status of `gate` (the table in `tuneloop.errors`): 0 promote, 1 reject or awaiting
 approval (the rule said promote but `--require-approval` is set: not 0, so that
@@ -23,7 +26,7 @@ import json
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from pydantic import create_model
@@ -32,6 +35,10 @@ from tuneloop.config import BarConfig, GateConfig, SlicingConfig, SuiteConfig
 from tuneloop.config.base import Section, check_path_component
 from tuneloop.config.options import leaf_fields, settings_options
 from tuneloop.errors import EXIT_OK, EXIT_REJECT, InputError
+
+if TYPE_CHECKING:
+    from tuneloop.config.models import SequenceConfig
+    from tuneloop.gate.bar import BarFile
 
 EXIT = {"promote": EXIT_OK, "reject": EXIT_REJECT, "awaiting_approval": EXIT_REJECT}
 DEFAULT_LEDGER = Path("ledger.db")
@@ -86,8 +93,9 @@ def gate(
     The settings options are loop.yaml's `gate:` keys (the bar itself comes from --bar) and
     `suite:` keys.
     """
-    from tuneloop.gate.bar import Bar, load_bar
+    from tuneloop.gate.bar import BarFile, load_bar
     from tuneloop.gate.fresh import fresh_items
+    from tuneloop.gate.sequence import round_bar
     from tuneloop.gate.verdict import adjudicate
     from tuneloop.records import read_record
     from tuneloop.samplelog import SUMMARY_FILE, EvalSummary
@@ -111,7 +119,9 @@ def gate(
             )
     ids = resolve_slice(the_suite, slicing, settings.slice)
     ledger = settings.ledger or DEFAULT_LEDGER
-    the_bar = load_bar(bar) if bar else Bar()
+    run = run_id or f"gate-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+    keys = load_bar(bar) if bar else BarFile()
+    the_bar = round_bar(keys, _one_sequence(keys, settings, bar), ledger, run)
     changes_are_new = changes.item_changes == "new"
     if not settings.allow_slice_reuse:
         narrowed = fresh_items(
@@ -126,7 +136,6 @@ def gate(
         ids = narrowed.ids
         if narrowed.note():
             typer.echo(f"gate: {narrowed.note()}")
-    run = run_id or f"gate-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
     verdict = adjudicate(
         champion,
         challenger,
@@ -146,6 +155,17 @@ def gate(
     )
     print_verdict(verdict.to_json())
     raise typer.Exit(EXIT[verdict.decision])
+
+
+def _one_sequence(keys: BarFile, settings: GateConfig, bar: Path | None) -> SequenceConfig | None:
+    """The sequence rule: the bar file's `sequence` or `--sequence`, not two different ones."""
+    given, option = keys.sequence, settings.sequence
+    if given is not None and option is not None and given != option:
+        raise InputError(
+            f"--bar {bar} sets sequence {given.model_dump(exclude_defaults=True)} and "
+            f"--sequence {option.model_dump(exclude_defaults=True)}: give the rule once"
+        )
+    return given or option
 
 
 def _mtime(path: Path) -> str:

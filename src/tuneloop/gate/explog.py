@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tuneloop.gate.bar import SequenceTerm
 from tuneloop.gate.champion import describe
 from tuneloop.gate.verdict_record import CostResult
 from tuneloop.records.cascade_table import (
@@ -96,7 +97,7 @@ def verdict_entry(
         f"{chall['missing_fraction']:.2%} unscored",
         f"- Δ = {s['delta']:+.4f}{bound_txt}; one-sided {bar['test']} p = {s['p_value']:.4g}; "
         f"wins/losses/ties {s['wins']}/{s['losses']}/{s['ties']}",
-        f"- Bar: margin {bar['margin']:g}, α {bar['alpha']:g}, min_items {bar['min_items']}, "
+        f"- Bar: margin {bar['margin']:g}, α {_alpha(bar)}, min_items {bar['min_items']}, "
         f"max missing {bar['max_missing_fraction']:g}, non-inferiority ε "
         f"{bar['non_inferiority_epsilon'] or 'off'} (bar {v['bar_sha256'][:12]})",
     ]
@@ -169,6 +170,15 @@ def promotion_entry(run_id: str, at: str, version: int, descriptor: dict[str, An
         f"## {at} — promotion of run `{run_id}`\n\n"
         f"- New champion: v{version} — {describe(descriptor)} ({where})\n"
     )
+
+
+def _alpha(bar: dict[str, Any]) -> str:
+    """The bar's α, and under a sequence rule whose α_k it is (`gate.sequence`)."""
+    term = bar.get("sequence")
+    if not isinstance(term, dict):
+        return f"{bar['alpha']:g}"
+    t = SequenceTerm.model_validate(term)
+    return f"{bar['alpha']:.3g} (α_{t.k}: {t.describe()})"
 
 
 def _version(version: int | None) -> str:

@@ -14,7 +14,8 @@ condition with the numbers behind it:
 2. `missing_champion`, `missing_challenger`: in each arm, the fraction of the slice's
    (item, sample) keys without a scored completion is ≤ max_missing_fraction.
 3. `significance`: the one-sided paired test of H0 "the challenger is no better" against
-   H1 "challenger > champion" gives p < alpha. `permutation`: the paired sign-flip
+   H1 "challenger > champion" gives p < alpha (under a sequence rule, `gate.sequence`, the
+   bar's alpha is the round's α_k: `tuneloop.gate.sequence`). `permutation`: the paired sign-flip
    permutation test on the d_i (Fisher 1935; exact when feasible, Monte Carlo otherwise);
    `sign`: the exact sign test on item wins (d_i > 0) against losses (d_i < 0), ties dropped
    (for one binary sample per item it equals the exact McNemar test).
@@ -216,11 +217,17 @@ def _missing(arm: str, fraction: float, bar: Bar) -> Condition:
 
 def _significance(p: float, bar: Bar) -> Condition:
     ok = p < bar.alpha
+    values: dict[str, Any] = {"p_value": p, "alpha": bar.alpha, "test": bar.test}
+    level = f"alpha {bar.alpha:g}"
+    if bar.sequence is not None:  # the round's share of the flywheel's α (gate.sequence)
+        k = bar.sequence.k
+        level = f"α_{k} = {bar.alpha:.3g}: round {k} of the sequence, {bar.sequence.describe()}"
+        values["sequence_k"] = k
     return Condition(
         "significance",
         ok,
-        f"one-sided {bar.test} test p = {p:.4g} ({'<' if ok else '≥'} alpha {bar.alpha:g})",
-        {"p_value": p, "alpha": bar.alpha, "test": bar.test},
+        f"one-sided {bar.test} test p = {p:.4g} ({'<' if ok else '≥'} {level})",
+        values,
     )
 
 

@@ -6,6 +6,10 @@ ids in the ledger under a seal id (the round's run id), and returns the `SealedB
 phase keeps in its folder. Sealing the same bar again is a no-op (a resumed evaluation); a
 different bar under the same seal id is refused — the challenger's numbers may already exist.
 
+Under a sequence rule (`gate.sequence`) the bar carries the round's α_k and its place in the
+sequence, and sealing it records the α it spends (`tuneloop.gate.sequence`), refusing a bar
+that would overspend.
+
 `check_seal` is what the gate runs before deciding: the bar it is handed — its cost condition
 (`gate.cost`) included, when it sets one — must hash to the one sealed, for the same slice and
 items, and the seal must be in the ledger (a seal file whose twin is not in the ledger was not
@@ -23,8 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from tuneloop.errors import InputError
-from tuneloop.gate.bar import Bar
-from tuneloop.gate.ledger import Ledger, SealedBar, open_ledger
+from tuneloop.gate.bar import Bar, SequenceTerm
+from tuneloop.gate.ledger import (
+    COMPOSITION_SEAL,
+    SELECTION_SEAL,
+    Ledger,
+    SealedBar,
+    open_ledger,
+)
+from tuneloop.gate.sequence import spend_alpha
 from tuneloop.records import canonical_json, sha256_bytes
 from tuneloop.samplelog import items_sha256
 
@@ -34,9 +45,17 @@ SEAL_FILE = "sealed_bar.json"
 def seal_bar(
     ledger_path: Path, seal_id: str, bar: Bar, slice_name: str, item_ids: list[str], at: str
 ) -> SealedBar:
-    """Store the bar under `seal_id` (idempotent for the same bar); refuse a different one."""
+    """Store the bar under `seal_id` (idempotent for the same bar); refuse a different one.
+
+    Under a sequence rule (`bar.sequence`) the α it spends is recorded in the same
+    transaction (`tuneloop.gate.sequence.spend_alpha`), which refuses an overspend first."""
     record = _sealed(seal_id, bar.to_dict(), slice_name, item_ids, at, digest=bar.sha256())
-    previous = _store(ledger_path, record)
+    with open_ledger(ledger_path) as ledger, ledger.transaction():
+        previous = ledger.sealed(seal_id)
+        if previous is None:
+            spend_alpha(ledger, seal_id, bar, at)
+            ledger.seal(record)
+            return record
     if previous.seal_sha256() != record.seal_sha256():
         raise InputError(
             f"the bar of round {seal_id!r} was sealed at {previous.sealed_at} "
@@ -50,7 +69,7 @@ def seal_bar(
 
 def selection_seal_id(run_id: str) -> str:
     """The seal id of a round's selection rule (beside its bar's, the run id itself)."""
-    return f"{run_id}:selection"
+    return run_id + SELECTION_SEAL
 
 
 def selection_sha256(rule: dict[str, Any]) -> str:
@@ -87,7 +106,7 @@ def seal_selection(
 
 def composition_seal_id(run_id: str) -> str:
     """The seal id of a cascade round's composition (`loop.cascade`)."""
-    return f"{run_id}:composition"
+    return run_id + COMPOSITION_SEAL
 
 
 def seal_composition(
@@ -181,9 +200,14 @@ def _describe(s: SealedBar) -> str:
     cost = ""
     if isinstance(limits, dict):
         cost = "".join(f", cost {key} {value}" for key, value in sorted(limits.items()))
+    term = b.get("sequence")
+    sequence = ""
+    if isinstance(term, dict):
+        t = SequenceTerm.model_validate(term)
+        sequence = f", round {t.k} of the sequence ({t.describe()})"
     return (
         f"slice {s.slice!r} ({s.n_items} items), metric {b.get('metric')}, k {b.get('k')}, "
         f"margin {b.get('margin')}, alpha {b.get('alpha')}, test {b.get('test')}, "
         f"non-inferiority ε {b.get('non_inferiority_epsilon')}, min_items {b.get('min_items')}"
-        f"{cost}"
+        f"{cost}{sequence}"
     )

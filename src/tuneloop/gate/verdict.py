@@ -14,7 +14,9 @@ refusal changes nothing and a crash never leaves a half-recorded round:
    item changed under a consumed id unless it is declared new (nothing written);
 5. apply the pure rule, and the bar's cost condition when it sets one (`tuneloop.gate.cost`);
 6. in one ledger transaction: the consumed items with their content hashes, the item
-   changes declared new, the verdict and — only when `promote=True`
+   changes declared new, the α a round never sealed spends under a sequence rule
+   (`tuneloop.gate.sequence.spend_alpha`; a sealed round spent it at its seal), the verdict
+   and — only when `promote=True`
    (the standalone `tuneloop gate`, whose artifact is whatever the caller names) — the new
    champion version. The loop promotes later, after the artifact is archived and verified
    (`tuneloop.gate.promotion.promote`);
@@ -49,6 +51,7 @@ from tuneloop.gate.ledger import (
 from tuneloop.gate.looks import classify, counts, name_ids
 from tuneloop.gate.rule import Decision, decide, item_scores
 from tuneloop.gate.seal import check_seal
+from tuneloop.gate.sequence import spend_alpha
 from tuneloop.gate.verdict_record import (
     ArmSummary,
     ConditionResult,
@@ -163,6 +166,8 @@ def adjudicate(
             verdict.sealed_at = sealed.sealed_at if sealed else None
             verdict.adjudication = adjudication
             verdict.cost = cost
+            if sealed is None:  # never sealed (`tuneloop gate`): its α is spent with its verdict
+                spend_alpha(ledger, run_id, bar, verdict.decided_at)
             _record(ledger, verdict, bool(previous), promote, contents)
             ledger.add_item_changes(changes)
     _write_outputs(verdict, ledger_path, out_dir, portfolio, cascade)
@@ -318,8 +323,9 @@ def _check_k(bar: Bar, champ: Arm) -> None:
 
 
 def _at(bar: Bar, alpha: float) -> Bar:
-    """The bar with the α a multiple adjudication leaves this challenger (Holm)."""
-    return Bar.model_validate(bar.model_dump() | {"alpha": alpha})
+    """The bar with the α a multiple adjudication leaves this challenger (Holm, over the
+    round's α — under a sequence rule its α_k); the condition then names that α alone."""
+    return Bar.model_validate(bar.model_dump(exclude={"sequence"}) | {"alpha": alpha})
 
 
 def _cost(champ: Arm, chall: Arm, bar: Bar) -> CostResult | None:

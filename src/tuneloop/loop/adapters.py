@@ -386,10 +386,12 @@ def run_gate(ctx: PhaseContext) -> None:
         )
     portfolio = portfolio_of(ctx.workdir)
     composed = read_record(run.composition, CompositionRecord) if challenger == "cascade" else None
+    sealed = read_seal(ctx.workdir)
+    bar = gate_bar(ctx.cfg, sealed.seal_id)  # the sealed round's (its α_k under gate.sequence)
     verdict = adjudicate(
         run.eval_pre,
         run.eval_post,
-        bar=gate_bar(ctx.cfg),
+        bar=bar,
         slice_name=g.slice,
         item_ids=items,
         ledger_path=ledger_path(ctx.cfg),
@@ -400,11 +402,11 @@ def run_gate(ctx: PhaseContext) -> None:
         challenger_descriptor=descriptor,
         seed=ctx.cfg.gate.seed,
         models=models,
-        sealed=read_seal(ctx.workdir),
+        sealed=sealed,
         promote=False,
         contents={i: view.hashes[i] for i in items},
         changes_are_new=ctx.cfg.suite.item_changes == "new",
-        adjudication=adjudication_of(ctx.cfg, portfolio) if portfolio is not None else None,
+        adjudication=adjudication_of(portfolio, bar.alpha) if portfolio is not None else None,
         portfolio=portfolio,
         composition=composed,
     )

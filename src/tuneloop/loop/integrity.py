@@ -11,6 +11,10 @@ The loop's side of "a verdict belongs to its evidence" (docs/design.md):
   item may have changed under a consumed id unless `suite.item_changes: new`, and a kept post
   evaluation must have been sealed with the bar the config asks for now. Otherwise the run is
   refused before training, saying how many items are fresh and how many already looked at.
+  Under `gate.sequence` a round the sequence would refuse (its α spent, another rule than the
+  ledger's, no rule in a ledger whose sequence has begun) is refused here too.
+- `gate_bar` — the round's bar: the `gate:` keys, and under `gate.sequence` its α_k
+  (`tuneloop.gate.sequence.round_bar`); the seal, the gate and the evidence hash all use it.
 - `gate_items` — what the gate judges: the slice's items the champion's evaluation covers,
   less those an earlier verdict looked at (all of them only with `gate.allow_slice_reuse`);
   `next_gate_items`, the same for the next run (what the preflight power warning counts).
@@ -57,10 +61,23 @@ if TYPE_CHECKING:
     from tuneloop.gate.verdict import Evidence, GateVerdict
 
 
-def gate_bar(cfg: LoopConfig) -> Bar:
-    from tuneloop.gate import Bar
+def gate_bar(cfg: LoopConfig, seal_id: str | None) -> Bar:
+    """The bar round `seal_id` is sealed and judged with: the `gate:` keys and, under
+    `gate.sequence`, its α_k — the k it was sealed at, or the next round's when it is not
+    sealed yet (`seal_id` None: the next new round). Refuses a round the sequence would
+    refuse (`tuneloop.gate.sequence.round_bar`)."""
+    from tuneloop.gate.sequence import round_bar
 
-    return Bar.of(cfg.gate)
+    return round_bar(cfg.gate, cfg.gate.sequence, ledger_path(cfg), seal_id)
+
+
+def round_seal_id(workdir: Path) -> str | None:
+    """The seal id of the round in `workdir`: its kept seal's (a round whose gate is redone
+    under a new run id is still judged against the bar it sealed), else its run id."""
+    path = RunLayout(workdir).sealed_bar
+    if path.exists():
+        return read_record(path, SealedBar).seal_id
+    return _run_id(workdir)
 
 
 def gate_items(
@@ -167,7 +184,7 @@ def round_evidence(cfg: LoopConfig, workdir: Path) -> Evidence | None:
         return make_evidence(
             (run.eval_pre, run.eval_post),
             models,
-            gate_bar(cfg),
+            gate_bar(cfg, round_seal_id(workdir)),
             gate_items(cfg, workdir, _run_id(workdir), view),
             view.revision,
         )
@@ -179,7 +196,9 @@ def round_evidence(cfg: LoopConfig, workdir: Path) -> Evidence | None:
 
 
 def preflight_gate(cfg: LoopConfig, workdir: Path, upstream_unchanged: bool) -> None:
-    """Refuse a run whose gate would need a second look or a moved bar (see module doc)."""
+    """Refuse a run whose gate would need a second look, a moved bar or more α than the
+    sequence gives it (see module doc)."""
+    gate_bar(cfg, _run_id(workdir))  # the sequence's refusals, before anything trains
     if upstream_unchanged:
         _check_kept_seal(cfg, workdir)
         evidence = round_evidence(cfg, workdir)
@@ -197,7 +216,7 @@ def _check_kept_seal(cfg: LoopConfig, workdir: Path) -> None:
     if not path.exists():
         return
     sealed = read_record(path, SealedBar)
-    bar = gate_bar(cfg)
+    bar = gate_bar(cfg, sealed.seal_id)
     items = items_sha256(gate_items(cfg, workdir, _run_id(workdir)))
     if (sealed.bar_sha256, sealed.slice, sealed.items_sha256) != (
         bar.sha256(),
@@ -272,7 +291,7 @@ def seal_round(ctx: PhaseContext) -> SealedBar | None:
     sealed = seal_bar(
         ledger_path(ctx.cfg),
         ctx.run_id,
-        gate_bar(ctx.cfg),
+        gate_bar(ctx.cfg, ctx.run_id),
         ctx.cfg.gate.slice,
         gate_items(ctx.cfg, ctx.workdir, ctx.run_id),
         now_iso(),

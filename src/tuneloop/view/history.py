@@ -19,7 +19,10 @@ What each figure is:
 - audit accuracy is the round's champion (pre) and challenger (post) mean item score on the
   audit part with the Wilson interval over items — `tuneloop status`'s definition;
 - a portfolio round's challengers are its run's `challengers/selection.json` (archived copy
-  first), read typed: each challenger's validation mean, status, and which one was selected.
+  first), read typed: each challenger's validation mean, status, and which one was selected;
+- the error budget is `gate.sequence.alpha_budget`'s: the α each round spent (its α_k under a
+  sequence rule), spent and remaining, and the next round's α; with no rule, the rounds at
+  their α and the chance of a false promotion nothing bounds.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from tuneloop.gate.champion import describe
 from tuneloop.gate.explog import log_path
 from tuneloop.gate.ledger import AuditFigures, Champion, Round, open_ledger
+from tuneloop.gate.sequence import AlphaBudget, alpha_budget
 from tuneloop.gate.verdict_record import GateVerdict
 from tuneloop.records import parse_record, read_record
 from tuneloop.records.selection import PortfolioRecord
@@ -159,6 +163,8 @@ class Dashboard:
     log: list[LogEntry]
     log_path: Path
     watcher: WatcherView | None
+    budget: AlphaBudget
+    """The flywheel's error budget: α spent and remaining, each round's α (`gate.sequence`)."""
 
 
 def gather(sources: Sources, *, watcher_decisions: int = 200) -> Dashboard:
@@ -188,6 +194,7 @@ def gather(sources: Sources, *, watcher_decisions: int = 200) -> Dashboard:
         log=read_entries(log),
         log_path=log,
         watcher=_watcher(sources.workdir, watcher_decisions),
+        budget=alpha_budget(sources.gate, sources.ledger),
     )
 
 

@@ -11,6 +11,9 @@ the file opens from disk and from the served app alike. The only markup not prod
 escaping is the SVG (`svg.py` escapes the text it places) and the experiment log's `code`
 and **bold** spans, which are applied after escaping (`inline_markdown`).
 
+The error budget (`gate.sequence`, `gate.sequence.alpha_budget`): α spent and remaining, the
+next round's α, and per round its α_k (`budget_text`, `alpha_of`).
+
 Charts, each drawn only when something was measured:
 - Δ per round with its 95% CI (forest plot; promoted rounds in bold);
 - drift: PSI per feature at the look that started each round;
@@ -27,6 +30,7 @@ from typing import Any
 
 from tuneloop import stats
 from tuneloop.flywheel.status import iso
+from tuneloop.gate.sequence import AlphaBudget, SpentAlpha
 from tuneloop.report import svg
 from tuneloop.report.templating import NUMBER_FILTERS
 from tuneloop.report.templating import TEMPLATES as REPORT_TEMPLATES
@@ -173,6 +177,67 @@ def _round_ticks(points: list[tuple[int, Any]]) -> list[float] | None:
     return [float(x) for x, _ in points] if len(points) <= 20 else None
 
 
+def budget_text(b: AlphaBudget) -> list[str]:
+    """The flywheel's error budget in sentences (`gate.sequence`; the #alpha-budget section)."""
+    n = len(b.rounds)
+    if b.rule == "none":
+        if not b.rounds:
+            return [
+                f"No sequence rule (gate.sequence): each round is tested at α {b.total:g}, and "
+                "nothing bounds the chance of a false promotion over many rounds."
+            ]
+        return [
+            f"No sequence rule (gate.sequence): {n} round{_s(n)} at α {_alphas(b.rounds)} "
+            f"each; P(any false promotion) up to 1 − ∏(1 − α_k) = {b.risk():.1%} if none was "
+            f"a real improvement (Σ α = {b.spent:.3g} whatever their dependence), and it grows "
+            "with every round."
+        ]
+    if b.rule == "lord":
+        promotions = sum(1 for r in b.rounds if r.promoted)
+        spent = (
+            f"{b.how}: α {b.spent:.4g} spent over {n} round{_s(n)} with {promotions} "
+            f"promotion{_s(promotions)}; wealth remaining {b.remaining or 0:.4g} (false "
+            f"discovery rate ≤ {b.total:g})."
+        )
+    else:
+        spent = (
+            f"{b.how}: α {b.spent:.4g} spent over {n} round{_s(n)}, {b.remaining or 0:.4g} of "
+            f"{b.total:g} remaining (P(any false promotion) ≤ {b.spent:.4g} so far, ≤ "
+            f"{b.total:g} ever)."
+        )
+    lines = [spent]
+    if b.refusal:
+        lines.append(f"The next round would be refused: {b.refusal}")
+    else:
+        lines.append(
+            f"Next: round {b.next_k} of the sequence gets α_{b.next_k} = {b.next_alpha:.3g}."
+        )
+    if b.before:
+        m = len(b.before)
+        lines.append(
+            f"{m} round{_s(m)} before the rule, outside the budget (α {_alphas(b.before)} each; "
+            f"P(any false promotion among them) up to {b.risk():.1%})."
+        )
+    return lines
+
+
+def alpha_of(b: AlphaBudget) -> dict[str, str]:
+    """Each round's α by its seal (run) id, as the delta table shows it (`α_k 0.0304` in a
+    sequence)."""
+    inside = {r.seal_id: f"α_{r.k} {r.alpha:.3g}" for r in b.rounds} if b.rule != "none" else {}
+    outside = b.rounds if b.rule == "none" else b.before
+    return {r.seal_id: f"{r.alpha:g}" for r in outside} | inside
+
+
+def _alphas(rounds: list[SpentAlpha]) -> str:
+    low, high = min(r.alpha for r in rounds), max(r.alpha for r in rounds)
+    return f"{low:g}" if low == high else f"{low:g} to {high:g}"
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
 def wilson(mean: float, n: int) -> tuple[float, float]:
     return stats.wilson_interval(mean * n, n, 0.95)
 
@@ -221,5 +286,7 @@ def render_dashboard(d: Dashboard) -> str:
             features=sorted({f for r in d.rounds if r.look for f in r.look.drift}),
             wilson=wilson,
             iso=iso,
+            budget=budget_text(d.budget),
+            alpha_of=alpha_of(d.budget),
         )
     )

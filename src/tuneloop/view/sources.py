@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tuneloop.archive import ARCHIVED_RUN_DIR
-from tuneloop.config import load_config
+from tuneloop.config import GateConfig, load_config
 from tuneloop.errors import InputError
 from tuneloop.loop.layout import RunLayout, archive_root, ledger_path
 from tuneloop.loop.state import load_state
@@ -66,6 +66,9 @@ class Sources:
     """Folders holding `<run_id>/run/…` archives."""
     workdir: Path | None
     """The loop's workdir (round folders, watcher state); None with `--ledger` alone."""
+    gate: GateConfig | None = None
+    """The loop's `gate:` section (its α and `gate.sequence`, for the error budget); None
+    with `--ledger` alone (the ledger's own sequence is shown, as declared)."""
 
 
 def from_config(config: Path) -> Sources:
@@ -78,6 +81,7 @@ def from_config(config: Path) -> Sources:
         title=cfg.name,
         archive_roots=(archive_root(cfg),),
         workdir=cfg.workdir,
+        gate=cfg.gate,
     )
 
 

@@ -57,7 +57,7 @@ def test_a_trigger_fires_and_exactly_one_round_runs(tmp_path: Path) -> None:
     assert [r.round_id for r in watcher.state.rounds()] == ["r0001"]
     kinds = [d.kind for d in watcher.state.decisions()]
     assert kinds == ["poll", "round", "start", "finished", "poll"]
-    assert "new_labels FIRES (3 new labelled rows (fires at 2))" in world.echoed[0]
+    assert "new_labels FIRES (3 new training rows from 3 new labels (fires at 2))" in world.echoed[0]
     pacing = watcher.state.pacing()
     assert pacing.rounds_today == 1 and pacing.consecutive_rejects == 0
 
@@ -374,7 +374,7 @@ def test_an_unchanged_look_is_reused_and_a_changed_one_read_again(tmp_path: Path
     step = watcher.step()
     assert watcher.looker.reused and step.wait_s == 2  # pacing is evaluated afresh
     assert world.echoed[-1].endswith("[inputs unchanged since the last look]")
-    assert "2 new labelled rows" in world.echoed[-1]
+    assert "2 new training rows from 2 new labels" in world.echoed[-1]
     world.add_labels(1)  # the log grew: read again, and now it fires
     assert watcher.step().round_id == "r0001" and not watcher.looker.reused
 

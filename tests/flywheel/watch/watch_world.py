@@ -42,7 +42,8 @@ class World:
         return sum(1 for e in self.events() if e.split()[:2] == [kind, round_id])
 
     def add_labels(self, n: int, at: float | None = None) -> None:
-        """`n` exchanges, each with a thumbs-down and a correction, timed `at` (default now)."""
+        """`n` exchanges, each with a thumbs-down and a correction, timed `at` (default now);
+        each asks a question of its own, so each is a new training row (`flywheel.growth`)."""
         when = time.time() if at is None else at
         lines = []
         for _ in range(n):
@@ -51,7 +52,9 @@ class World:
             lines.append(
                 {
                     "timestamp": when,
-                    "request": {"messages": [{"role": "user", "content": "2 + 3"}]},
+                    "request": {
+                        "messages": [{"role": "user", "content": f"{self._next_id} + 30"}]
+                    },
                     "response": {
                         "id": cid,
                         "object": "chat.completion",

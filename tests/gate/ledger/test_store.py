@@ -108,15 +108,16 @@ def test_an_old_ledger_opens_and_reads_as_before(tmp_path: Path) -> None:
     assert db.read_bytes() == before  # a current file is not written to by opening it
 
 
-def test_a_v3_ledger_is_upgraded_to_v5_and_its_looks_stay_consumed_by_id(tmp_path: Path) -> None:
+def test_a_v3_ledger_is_upgraded_to_v6_and_its_looks_stay_consumed_by_id(tmp_path: Path) -> None:
     db = old_ledger(tmp_path / "old.db")
     with open_ledger(db) as ledger:
         assert (
             ledger.conn.execute("SELECT value FROM meta").fetchone()[0]
-            == "5"
+            == "6"
             == str(SCHEMA_VERSION)
         )
         assert ledger.spend_approval("spend-000000000000") is None  # the v5 table is there
+        assert ledger.alpha_spent() == []  # and the v6 one
         hashes = ledger.conn.execute("SELECT content_sha256 FROM consumed_items").fetchall()
         assert len(hashes) == 40 and all(h[0] is None for h in hashes)  # nothing rewritten
         # an old look has no content hash: the id stays consumed whatever its content now

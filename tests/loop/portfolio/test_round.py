@@ -204,6 +204,20 @@ def test_adjudicate_all_splits_alpha_by_holm(tmp_path: Path) -> None:
     assert verdict.decision == "promote"
 
 
+def test_adjudicate_all_under_a_sequence_splits_the_rounds_alpha_k(tmp_path: Path) -> None:
+    from tuneloop.stats.sequence import spending_alpha
+
+    state = run(config(tmp_path, adjudicate="all", sequence="alpha_spending"))
+    alpha_1 = spending_alpha(1, 0.05)
+    assert record(tmp_path).alpha_used == pytest.approx(alpha_1 / 3)
+    with open_ledger(tmp_path / "ledger" / "ledger.db") as ledger:
+        verdict = ledger.verdict(state.run_id)
+        (spent,) = ledger.alpha_spent()  # the bar, sealed once; the selection spends nothing
+    assert verdict is not None and verdict.adjudication is not None
+    assert verdict.adjudication["alpha"] == alpha_1 == verdict.bar["alpha"] == spent.alpha
+    assert verdict.adjudication["alpha_used"] == pytest.approx(alpha_1 / 3)
+
+
 def test_flywheel_rounds_run_a_staged_portfolio(tmp_path: Path) -> None:
     """`run --round next` (what the watcher starts): a family round, then a refinement of the
     winner's recipe, each compared on the rolling split's validation part."""

@@ -276,6 +276,6 @@ async def test_the_proxy_logs_each_tier_and_status_reports_it(tmp_path: Path) ->
     assert "           large         4     25.0%      4  $3.1e-05     0.210 s" in text
     assert "confidence small  PSI " in text and "significant (later 8 against earlier 8" in text
     document = status.to_json()
-    assert document["schema"] == "tuneloop.flywheel_status/2"
+    assert document["schema"] == "tuneloop.flywheel_status/3"
     assert document["tiers"]["tiers"][0]["coverage"] == 0.75
     assert parse_record(json.loads(json.dumps(document)), FlywheelStatus, "status") == status

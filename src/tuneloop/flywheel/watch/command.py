@@ -20,6 +20,7 @@ import re
 import shlex
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -89,6 +90,7 @@ def audit_part(cfg: LoopConfig, suite: Suite) -> list[str] | None:
 
 def build_site(cfg: LoopConfig, config: Path, template: str | None) -> Site:
     """The watcher's plain inputs from loop.yaml."""
+    from tuneloop.flywheel.prospect import next_round, watched_files
     from tuneloop.loop.layout import ledger_path
     from tuneloop.suite import load_suite
 
@@ -104,6 +106,8 @@ def build_site(cfg: LoopConfig, config: Path, template: str | None) -> Site:
         round_command=round_command(template, config),
         before=last_round(cfg.workdir, cfg.train.data, None),
         config=config,
+        prospect=partial(next_round, cfg, config),
+        watched=watched_files(cfg),
     )
 
 

@@ -16,7 +16,7 @@ command's (`<workdir>/rounds/<id>/`, the workdir of its loop).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,6 +24,7 @@ from typing import Any
 
 from tuneloop.config.flywheel import FlywheelConfig
 from tuneloop.flywheel.exchanges import traffic_files
+from tuneloop.flywheel.prospect import NextRound
 from tuneloop.flywheel.status import FlywheelStatus, LastRound, gather_status, iso
 from tuneloop.flywheel.triggers import (
     Observations,
@@ -34,6 +35,7 @@ from tuneloop.flywheel.triggers import (
 from tuneloop.flywheel.watch.state import WatchState
 from tuneloop.gate.ledger import Round, open_ledger
 from tuneloop.loop.layout import RunLayout
+from tuneloop.loop.rounds.power import champion_log
 from tuneloop.samplelog import SUMMARY_FILE
 from tuneloop.suite import SuiteItem
 
@@ -51,15 +53,9 @@ def round_artifacts(
     `eval_post/` when it promoted, else `eval_pre/`. A round evaluates `audit+gate-NNN`;
     the audit accuracy is computed on the audit part's items of it alone (`gather_status`'s
     `audit_ids`), never on the gate slice the round looked at."""
-    run = RunLayout(round_dir(workdir, round_id))
-    rows = run.corpus_rows
-    log, summary = (
-        (run.eval_post, run.post_summary) if promoted else (run.eval_pre, run.pre_summary)
-    )
-    return (
-        rows if rows.is_file() else None,
-        log if summary.is_file() else None,
-    )
+    folder = round_dir(workdir, round_id)
+    rows = RunLayout(folder).corpus_rows
+    return (rows if rows.is_file() else None, champion_log(folder, promoted))
 
 
 def last_round(workdir: Path, train_data: Path | None, audit_log: Path | None) -> LastRound | None:
@@ -163,25 +159,32 @@ def last_round_of(
 
 
 def describe_poll(decision: TriggerDecision) -> str:
-    """One line: every trigger with its figures, then what follows."""
+    """One line: every trigger with its figures, the next gate's power, then what follows."""
     text = "; ".join(
         f"{f.name} {'FIRES' if f.fired else 'no'} ({f.detail})" for f in decision.firings
     )
+    if decision.power is not None:
+        text += f"; power: {decision.power.text()}"
     if decision.run:
         return f"{text} → a round starts"
-    if decision.fired:
+    if decision.fired and decision.blocked_by:
         return f"{text}; pacing holds the round: {'; '.join(decision.blocked_by)}"
+    if decision.fired:
+        return f"{text}; the round is held for power"
     return f"{text}; no trigger fired, next look in {decision.next_poll_s:g} s"
 
 
 def observations_of(status: FlywheelStatus) -> Observations:
     """The figures the triggers were judged on, from a status record."""
+    growth = status.traffic.growth
     return Observations(
-        new_labels=status.traffic.new_labels,
+        new_labels=growth.trainable if growth else status.traffic.new_labels,
+        labelled=status.traffic.new_labels if growth else None,
         recent_requests=status.traffic.recent,
         drift={d.feature: d.psi for d in status.drift},
         audit_accuracy=status.audit.accuracy if status.audit else None,
         audit_upper=status.audit.wilson[1] if status.audit else None,
+        power=status.triggers.power,
     )
 
 
@@ -204,11 +207,17 @@ class Looker:
         ledger: Path | None,
         suite: Sequence[SuiteItem],
         audit_ids: Collection[str] | None = None,
+        prospect: Callable[[Path | None], NextRound] | None = None,
+        watched: Sequence[Path] = (),
     ) -> None:
         self.flywheel = flywheel
         self.ledger = ledger
         self.suite = suite
         self.audit_ids = audit_ids
+        self.prospect = prospect
+        """The next round's figures for a pilot log (`flywheel.prospect.next_round`)."""
+        self.watched = tuple(watched)
+        """Config files the figures depend on (the suite, the corpus config)."""
         self.reused = False
         """Whether the latest look reused the previous measurements."""
         self._previous: tuple[Any, FlywheelStatus] | None = None
@@ -221,6 +230,7 @@ class Looker:
         if last is not None:
             summary = last.audit_log / SUMMARY_FILE if last.audit_log else None
             files += [last.training_rows, summary]
+        files += list(self.watched)
         return (last, tuple(_stat(p) for p in files))
 
     def look(self, last: LastRound | None, pacing: PacingState, now: float) -> FlywheelStatus:
@@ -237,6 +247,7 @@ class Looker:
             )
             return before.model_copy(update={"at": iso(now), "triggers": decision})
         self.reused = False
+        nxt = self.prospect(last.audit_log if last else None) if self.prospect else None
         status = gather_status(
             self.flywheel,
             ledger_path=self.ledger,
@@ -245,6 +256,7 @@ class Looker:
             audit_ids=self.audit_ids,
             pacing=pacing,
             now=now,
+            next_round=nxt,
         )
         self._previous = (key, status)
         return status

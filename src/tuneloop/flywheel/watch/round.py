@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from tuneloop.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+from tuneloop.flywheel.prospect import NextRound
 from tuneloop.flywheel.status import LastRound
 from tuneloop.flywheel.watch.state import CostEstimate, RoundRow, RoundStatus, RoundTrigger
 from tuneloop.suite import SuiteItem
@@ -41,6 +42,10 @@ class Site:
     """The workdir's round from before the watcher (a plain `tuneloop run`), if any."""
     config: Path | None = None
     """The loop.yaml, as the user named it: the `--config` of the commands a message names."""
+    prospect: Callable[[Path | None], NextRound] | None = None
+    """The next round's figures (growth, gate power, α) for a pilot log; None: not measured."""
+    watched: tuple[Path, ...] = ()
+    """Config files those figures depend on (re-read when one changes)."""
 
 
 @dataclass(frozen=True)

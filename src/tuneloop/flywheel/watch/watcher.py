@@ -113,7 +113,9 @@ class Watcher:
         self.clock = clock
         self.echo = echo
         self.stopper = Stopper()
-        self.looker = Looker(flywheel, site.ledger, site.suite, site.audit_ids)
+        self.looker = Looker(
+            flywheel, site.ledger, site.suite, site.audit_ids, site.prospect, site.watched
+        )
 
     # ---- the loop ------------------------------------------------------------------------
 
@@ -168,9 +170,11 @@ class Watcher:
         self._echo("poll", text, now)
         if decision.run:
             return self._new_round(status, now)
-        if decision.fired:
+        if decision.fired and decision.blocked_by:
             wait = max(decision.allowed_at - now, min(self.flywheel.poll_s, 1.0))
             return Step("held", wait)
+        if decision.fired:  # held for power: only new gate items release it
+            return Step("held", decision.next_poll_s)
         return Step("idle", decision.next_poll_s)
 
     def _new_round(self, status: FlywheelStatus, now: float) -> Step:

@@ -1,4 +1,5 @@
-"""The gate ledger: consumed items, sealed bars, verdicts, champions, approvals and rounds.
+"""The gate ledger: consumed items, sealed bars, verdicts, champions, approvals, rounds and the
+α each round of a sequence rule spent (`alpha_spent`).
 
     with open_ledger(path) as ledger:
         champion = ledger.current_champion()      # a typed row (or None)
@@ -26,6 +27,10 @@ from tuneloop.gate.ledger.rounds import (
     RoundStart,
 )
 from tuneloop.gate.ledger.rows import (
+    COMPOSITION_SEAL,
+    RULE_SEALS,
+    SELECTION_SEAL,
+    AlphaSpend,
     Approval,
     Champion,
     Consumption,
@@ -40,7 +45,11 @@ from tuneloop.gate.ledger.rows import (
 from tuneloop.gate.ledger.store import SCHEMA_VERSION
 
 __all__ = [
+    "COMPOSITION_SEAL",
+    "RULE_SEALS",
     "SCHEMA_VERSION",
+    "SELECTION_SEAL",
+    "AlphaSpend",
     "Approval",
     "AuditFigures",
     "Champion",

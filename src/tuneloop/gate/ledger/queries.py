@@ -31,6 +31,7 @@ from typing import Any
 
 from tuneloop.gate.ledger.rounds import Round, RoundOutcome, RoundStart
 from tuneloop.gate.ledger.rows import (
+    AlphaSpend,
     Approval,
     Champion,
     Consumption,
@@ -41,6 +42,7 @@ from tuneloop.gate.ledger.rows import (
     RevisionLooks,
     SealedBar,
     SpendApproval,
+    read_alpha_spend,
     read_approval,
     read_champion,
     read_consumption,
@@ -290,6 +292,36 @@ class Ledger:
             "SELECT * FROM sealed_bars WHERE seal_id = ?", (seal_id,)
         ).fetchone()
         return read_sealed_bar(row, self.where) if row else None
+
+    def bar_seals(self) -> list[SealedBar]:
+        """Every round's sealed bar (not the rules sealed beside them), oldest first."""
+        found = self.conn.execute("SELECT * FROM sealed_bars ORDER BY sealed_at, rowid").fetchall()
+        seals = [read_sealed_bar(r, self.where) for r in found]
+        return [s for s in seals if s.is_bar]
+
+    # ---- the flywheel's error budget (`gate.sequence`) -----------------------------------
+
+    def add_alpha_spent(self, spent: AlphaSpend) -> None:
+        """Record the α a round of the sequence spent (inside the seal's transaction)."""
+        self.conn.execute(
+            "INSERT INTO alpha_spent (seal_id, k, rule, alpha, total_alpha, bar_sha256, "
+            "spent_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                spent.seal_id,
+                spent.k,
+                spent.rule,
+                spent.alpha,
+                spent.total_alpha,
+                spent.bar_sha256,
+                spent.spent_at,
+                _json(spent.term.model_dump(mode="json", exclude_none=True), sort_keys=True),
+            ),
+        )
+
+    def alpha_spent(self) -> list[AlphaSpend]:
+        """The rounds of the sequence, in order (k = 1, 2, …)."""
+        found = self.conn.execute("SELECT * FROM alpha_spent ORDER BY k").fetchall()
+        return [read_alpha_spend(r, self.where) for r in found]
 
     # ---- champions -----------------------------------------------------------------------
 

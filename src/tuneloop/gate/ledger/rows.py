@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
 from tuneloop.errors import InputError
+from tuneloop.gate.bar import SequenceTerm
 from tuneloop.gate.ledger.rounds import Round, RoundOutcome, RoundStart
 from tuneloop.gate.verdict_record import GateVerdict
 from tuneloop.records import Record, canonical_json, parse_record, sha256_bytes
@@ -139,6 +140,35 @@ class Promotable:
     recorded_at: str
 
 
+SELECTION_SEAL, COMPOSITION_SEAL = ":selection", ":composition"
+RULE_SEALS = (SELECTION_SEAL, COMPOSITION_SEAL)
+"""The seal-id suffixes of what is sealed beside a round's bar: a portfolio round's selection
+rule (`<run id>:selection`), a cascade round's composition (`<run id>:composition`)."""
+
+
+@dataclass(frozen=True)
+class AlphaSpend:
+    """The α one round of a sequence rule spent (`gate.sequence`; table `alpha_spent`),
+    written with its sealed bar (or, for `tuneloop gate` without a seal, with its verdict)."""
+
+    seal_id: str
+    """The round's seal id (its run id)."""
+    k: int
+    """Its place in the sequence, 1-based."""
+    rule: str
+    """`alpha_spending` or `lord`."""
+    alpha: float
+    """α_k, the α its bar was sealed at."""
+    total_alpha: float
+    """The whole sequence's α."""
+    bar_sha256: str
+    """The hash of its bar (the verdict that judged it has the same)."""
+    spent_at: str
+    """ISO-8601 UTC time it was sealed (the α counts as spent from then, decided or not)."""
+    term: SequenceTerm
+    """Its place in the sequence as sealed in the bar."""
+
+
 class SealedBar(Record):
     """The pre-registered bar of one round, as stored before its post evaluation began.
 
@@ -162,6 +192,11 @@ class SealedBar(Record):
     """Items on the slice."""
     sealed_at: str
     """ISO-8601 UTC time the seal was written (before the post evaluation started)."""
+
+    @property
+    def is_bar(self) -> bool:
+        """A round's bar (seal id: the run id), not a rule sealed beside one (`RULE_SEALS`)."""
+        return not self.seal_id.endswith(RULE_SEALS)
 
     def seal_sha256(self) -> str:
         """Hash of what was pre-registered: bar, slice and items (not the time)."""
@@ -232,6 +267,21 @@ def read_sealed_bar(row: sqlite3.Row, where: str) -> SealedBar:
     at = f"{where} (seal {row['seal_id']})"
     return parse_record(
         {**_object(row, "record", at), "sealed_at": row["sealed_at"]}, SealedBar, at
+    )
+
+
+def read_alpha_spend(row: sqlite3.Row, where: str) -> AlphaSpend:
+    at = f"{where}: alpha spent by {row['seal_id']!r}"
+    term = validate_as(SequenceTerm, _object(row, "record", at), at)
+    return AlphaSpend(
+        row["seal_id"],
+        row["k"],
+        row["rule"],
+        row["alpha"],
+        row["total_alpha"],
+        row["bar_sha256"],
+        row["spent_at"],
+        term,
     )
 
 

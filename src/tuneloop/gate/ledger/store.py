@@ -1,9 +1,9 @@
 """The gate ledger's file: its schema, its versions and how it is opened (stdlib sqlite3).
 
 Opened through `tuneloop.records.sqlite` (WAL journal, `synchronous=FULL`, explicit
-`BEGIN IMMEDIATE` transactions). Schema version 5 upgrades an older file in place by adding
+`BEGIN IMMEDIATE` transactions). Schema version 6 upgrades an older file in place by adding
 tables (3: the flywheel's rounds and their outcomes; 4: declared item changes; 5: a portfolio
-round's spend approvals) and columns
+round's spend approvals; 6: the α each round of a sequence rule spent, `alpha_spent`) and columns
 (2: verdict evidence; 4: each consumed item's content hash); nothing is rewritten. A look
 recorded before version 4 has no content hash: its item stays consumed by id, whatever its
 content now (`tuneloop.gate.looks`). A file that is not a SQLite database, or one written by a newer
@@ -17,7 +17,7 @@ import sqlite3
 
 from tuneloop.records import SqliteFile
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -112,6 +112,16 @@ CREATE TABLE IF NOT EXISTS spend_approvals (
     spend_key TEXT PRIMARY KEY,
     approved_at TEXT NOT NULL,
     how TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS alpha_spent (
+    seal_id TEXT PRIMARY KEY,
+    k INTEGER NOT NULL UNIQUE,
+    rule TEXT NOT NULL,
+    alpha REAL NOT NULL,
+    total_alpha REAL NOT NULL,
+    bar_sha256 TEXT NOT NULL,
+    spent_at TEXT NOT NULL,
     record TEXT NOT NULL
 );
 """

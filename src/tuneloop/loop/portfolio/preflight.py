@@ -111,7 +111,7 @@ def _check_kept_selection(
         sealed = ledger.sealed(selection_seal_id(state.run_id))
     if sealed is None:
         return
-    rule = sealed_rule(cfg, challengers, selection_default(cfg, challengers, found))
+    rule = sealed_rule(cfg, state.run_id, challengers, selection_default(cfg, challengers, found))
     if selection_sha256(rule) != sealed.bar_sha256:
         raise InputError(
             f"portfolio (config): round {state.run_id!r} sealed its selection rule at "

@@ -86,9 +86,11 @@ def portfolio_challengers(cfg: LoopConfig) -> list[Challenger]:
 
 
 def sealed_rule(
-    cfg: LoopConfig, challengers: list[Challenger], default: str | None
+    cfg: LoopConfig, run_id: str | None, challengers: list[Challenger], default: str | None
 ) -> dict[str, Any]:
-    """What the selection seal fixes: the rule, the challengers, the default, the mode."""
+    """What the selection seal fixes: the rule, the challengers, the default, the mode (and
+    under `all` the round's bar, whose α Holm splits: under `gate.sequence`, run `run_id`'s
+    α_k)."""
     assert cfg.portfolio is not None
     rule: dict[str, Any] = {
         "selection": cfg.portfolio.selection.model_dump(mode="json"),
@@ -97,7 +99,7 @@ def sealed_rule(
         "default": default,
     }
     if cfg.gate.adjudicate == "all":
-        rule["holm"] = {"bar": gate_bar(cfg).to_dict(), "k": len(challengers)}
+        rule["holm"] = {"bar": gate_bar(cfg, run_id).to_dict(), "k": len(challengers)}
     return rule
 
 
@@ -118,7 +120,7 @@ def run_challengers(ctx: PhaseContext) -> None:
     sealed = seal_selection(
         ledger_path(cfg),
         ctx.run_id,
-        sealed_rule(cfg, challengers, default),
+        sealed_rule(cfg, ctx.run_id, challengers, default),
         where,
         items,
         now_iso(),
@@ -256,7 +258,7 @@ def _holm(
     from tuneloop.stats.selection import holm_choice
 
     cfg = ctx.cfg
-    bar = gate_bar(cfg)
+    bar = gate_bar(cfg, ctx.run_id)  # sealed just before: the round's α (α_k under a sequence)
     done = [r for r in rows if r.status == "done"]
     pvalues, others = {}, {}
     for r in done:
@@ -346,14 +348,15 @@ def portfolio_of(workdir: Path) -> PortfolioRecord | None:
     return read_record_if_exists(RunLayout(workdir).portfolio_record, PortfolioRecord)
 
 
-def adjudication_of(cfg: LoopConfig, record: PortfolioRecord) -> dict[str, Any]:
-    """What the verdict records of how its challenger came to be judged (`gate.adjudicate`)."""
+def adjudication_of(record: PortfolioRecord, alpha: float) -> dict[str, Any]:
+    """What the verdict records of how its challenger came to be judged (`gate.adjudicate`);
+    `alpha` is the round's bar's (its α_k under `gate.sequence`), which Holm splits."""
     out: dict[str, Any] = {
         "rule": record.adjudicate,
         "challengers": len(record.challengers),
         "selected": record.selected,
         "selection_sha256": record.rule_sha256,
-        "alpha": cfg.gate.alpha,
+        "alpha": alpha,
     }
     if record.alpha_used is not None:
         out["alpha_used"] = record.alpha_used

@@ -11,6 +11,7 @@ is known.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from statistics import NormalDist
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from tuneloop.errors import InputError
 from tuneloop.loop.integrity import next_gate_items
 from tuneloop.loop.layout import RunLayout
 from tuneloop.loop.preflight.findings import Findings
+from tuneloop.samplelog import SUMMARY_FILE
 
 if TYPE_CHECKING:
     from tuneloop.config import LoopConfig
@@ -32,12 +34,17 @@ the largest spread two independent pass/fail arms can have, used when there is n
 
 def _sd_diff(cfg: LoopConfig) -> tuple[float, str]:
     """(sd of item differences, where it came from): the eval_pre pilot, else the assumption."""
-    run = RunLayout(cfg.workdir)
-    pilot = run.eval_pre
-    note = f"no pilot log in {pilot}"
-    if cfg.gate.metric != "mean":
+    return pilot_spread(RunLayout(cfg.workdir).eval_pre, cfg.gate.metric)
+
+
+def pilot_spread(pilot: Path | None, metric: str) -> tuple[float, str]:
+    """(sd of item differences, where it came from) from one pilot sample log — a champion's
+    per-item scores, with the second model assumed as spread and correlated ρ = 0.5
+    (`report.power.pilot_sd_diff`) — else the conservative `ASSUMED_SD_DIFF`."""
+    note = f"no pilot log in {pilot}" if pilot is not None else "no pilot log yet"
+    if metric != "mean":
         note = "the pilot log gives mean item scores, not pass@k"
-    elif run.pre_summary.is_file():
+    elif pilot is not None and (pilot / SUMMARY_FILE).is_file():
         from tuneloop.report.power import pilot_sd_diff
         from tuneloop.samplelog import load_sample_log
 

@@ -20,6 +20,8 @@ verdict and why, and time and cost. Nothing is rewritten.
 
 - `lineage`: `RoundRecord` (`round.json`), round ids, planning and committing a round, its config;
 - `preview`: the next round seen before it exists — what `tuneloop check` and `run` preflight;
+- `power`: whether the next round's gate can detect the target effect (`GatePower`; a round
+  held for power is refused before compute);
 - `outcome`: how a round ended — its `RoundOutcome` in the ledger, its EXPERIMENT-LOG.md entry;
 - `driver`: `tuneloop run --round` — plan, check, record and run one round, then its outcome.
 

@@ -1,7 +1,8 @@
 """`tuneloop run CONFIG --round ID|next`: plan, check, record and run one round of the flywheel.
 
 Order, so that a refused round costs nothing and leaves a trace: plan the lineage (ledger read
-only) → preflight the round's config → write `round.json` and the ledger's start row → run the
+only) → preflight the round's config → check a new round's power (`power`: a gate that cannot
+detect the target effect holds it) → write `round.json` and the ledger's start row → run the
 phases (resuming what a crash left) → append the outcome and the experiment-log entry. A
 refusal at any step before compute (no fresh gate slice, no champion, a bad config) is recorded
 as `refused` with its reason and exits 2 — except what is no round at all, which is refused
@@ -43,6 +44,7 @@ from tuneloop.loop.rounds.lineage import (
     round_config,
 )
 from tuneloop.loop.rounds.outcome import TERMINAL, record_outcome
+from tuneloop.loop.rounds.power import champion_pilot, check_round_power, next_alpha, round_power
 from tuneloop.loop.rounds.preview import preview_round
 from tuneloop.loop.runner import Interrupted, Runner, Selection
 from tuneloop.loop.summary import RETRY_ROUND, print_outcome
@@ -84,11 +86,18 @@ def prepare(
     """The round's lineage and config, checked before compute; raises InputError if refused.
     `read_only` (`--plan`): a missing ledger is read as an empty one, never created."""
     record = existing_round(cfg, round_id)
+    new = record is None
     if record is None:
         plan = preview_round if read_only else plan_round
         record = plan(cfg, config_path, round_id, trigger)
     rcfg = round_config(cfg, record)
-    return record, rcfg, check_before_compute(rcfg, config_path, overrides)
+    warnings = check_before_compute(rcfg, config_path, overrides)
+    if new and read_only:
+        power = round_power(rcfg, champion_pilot(cfg), next_alpha(cfg))
+        warnings.append(f"{'held for power' if power.held else 'power'}: {power.text()}")
+    elif new:  # a round already planned was checked then; resuming it never holds it
+        check_round_power(cfg, rcfg)
+    return record, rcfg, warnings
 
 
 def refuse(cfg: LoopConfig, round_id: str, trigger_file: Path | None, err: InputError) -> None:
