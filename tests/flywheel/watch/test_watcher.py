@@ -57,7 +57,7 @@ def test_a_trigger_fires_and_exactly_one_round_runs(tmp_path: Path) -> None:
     assert [r.round_id for r in watcher.state.rounds()] == ["r0001"]
     kinds = [d.kind for d in watcher.state.decisions()]
     assert kinds == ["poll", "round", "start", "finished", "poll"]
-    assert "new_labels FIRES (3 new training rows from 3 new labels (fires at 2))" in world.echoed[0]
+    assert "FIRES (3 new training rows from 3 new labels (fires at 2))" in world.echoed[0]
     pacing = watcher.state.pacing()
     assert pacing.rounds_today == 1 and pacing.consecutive_rejects == 0
 
