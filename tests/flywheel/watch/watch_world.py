@@ -52,9 +52,7 @@ class World:
             lines.append(
                 {
                     "timestamp": when,
-                    "request": {
-                        "messages": [{"role": "user", "content": f"{self._next_id} + 30"}]
-                    },
+                    "request": {"messages": [{"role": "user", "content": f"{self._next_id} + 30"}]},
                     "response": {
                         "id": cid,
                         "object": "chat.completion",

@@ -74,3 +74,25 @@ def test_a_consumed_gate_slice_is_warned_about_at_check(tmp_path: Path) -> None:
         f"warning: gate.slice (default): the gate slice 'gate' has {n} items, 0 fresh of {n}"
         in (ran.stderr)
     )
+
+
+def test_under_a_sequence_the_warning_uses_the_rounds_alpha_and_check_refuses_a_spent_one(
+    tmp_path: Path,
+) -> None:
+    """Issue 32: the MDE `check` warns with is at the α the run's bar will carry (α_k under
+    gate.sequence), and a sequence whose α is spent is an error before any round."""
+    from tuneloop.stats.sequence import spending_alpha
+
+    data = {"data": str(EXAMPLE / "train_prompts.jsonl")}
+    config = write_config(tmp_path, gate={"sequence": "alpha_spending"}, train=data)
+    ran = tuneloop("check", config)
+    assert ran.code == 0, ran.output
+    alpha = spending_alpha(1, 0.05)
+    assert f"one-sided alpha {alpha:.3g} with 80% power" in ran.stderr
+    spent = {"sequence": {"rule": "alpha_spending", "series": "uniform", "horizon": 1}}
+    config = write_config(tmp_path, gate=spent, train=data)
+    runner(config).run()  # round 1 of 1 spends the whole α
+    fakeloop.CALLS.clear()
+    ran = tuneloop("check", config, "gate.slice=dev")
+    assert ran.code == 2 and "Traceback" not in ran.output, ran.output
+    assert "gate.sequence" in ran.stderr and "spent" in ran.stderr

@@ -102,12 +102,15 @@ def check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
         judged = f"has {n} items, all fresh"
     else:
         judged = f"has {n} items, and the gate judges only the fresh ones, {fresh} of {n}"
+    alpha = _round_alpha(cfg, found)
+    if alpha is None:
+        return
     sd, source = _sd_diff(cfg)
-    mde = gate_mde(fresh, sd, g.alpha)
+    mde = gate_mde(fresh, sd, alpha)
     if mde <= g.margin:
         return
     if g.margin > 0:
-        need = gate_items_needed(g.margin, sd, g.alpha)
+        need = gate_items_needed(g.margin, sd, alpha)
         advice = f"Detecting Δ = margin needs {need} gate items{_suite_size(cfg, need, fresh, n)}"
     else:
         advice = (
@@ -117,11 +120,26 @@ def check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
     found.warn(
         "gate.margin",
         f"the gate slice {g.slice!r} {judged}: at "
-        f"one-sided alpha {g.alpha:g} with {POWER:.0%} power the minimum "
+        f"one-sided alpha {alpha:.3g} with {POWER:.0%} power the minimum "
         f"detectable effect is Δ = {mde:.3f}, above the margin {g.margin:g}; a true "
         "improvement between the two will most often be rejected as not significant. "
         f"{advice}. sd of item differences {sd:.3f}, {source}",
     )
+
+
+def _round_alpha(cfg: LoopConfig, found: Findings) -> float | None:
+    """The α this run's bar will carry: `gate.alpha`, or under `gate.sequence` the next
+    round's α_k (an error, and None, when the sequence would refuse the round)."""
+    if cfg.gate.sequence is None:
+        return cfg.gate.alpha
+    from tuneloop.gate.sequence import alpha_budget  # scipy: only for a sequence
+    from tuneloop.loop.layout import ledger_path
+
+    budget = alpha_budget(cfg.gate, ledger_path(cfg))
+    if budget.refusal or budget.next_alpha <= 0:
+        found.error("gate.sequence", budget.refusal or "the sequence's α is spent")
+        return None
+    return budget.next_alpha
 
 
 def _suite_size(cfg: LoopConfig, need: int, fresh: int, n: int) -> str:
