@@ -62,8 +62,8 @@ single-challenger A/A rounds above; selection on validation cannot inflate its e
 grows toward 1 − (1 − α)^K (a little less: the K comparisons share the champion's scores).
 Method 3 controls the family-wise error at α by Holm's argument, at the cost of power (the
 smallest p must be below α/K). The section takes about 4 s at the defaults on 2 cores with
-the exact permutation test (the whole script about 22 s), so `--portfolio-test sign` is there
-for comparison, not for speed.
+the exact permutation test (the whole script about 22 s without the sequence case, 43 s
+with it), so `--portfolio-test sign` is there for comparison, not for speed.
 
 Sequence case (issue 32; `--sequence-flywheels N`, default 1000, 0 skips it;
 `--sequence-rounds R`, default 20; `--sequence-only` runs only it). Each gate is sound alone,

@@ -42,3 +42,17 @@ def family_model(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pa
         return built[name]
 
     return get
+
+
+@pytest.fixture(autouse=True)
+def _forget_keys_read() -> object:
+    """Every API key `read_api_key` returns is remembered for the rest of the process so that
+    writers redact it (`tuneloop.envkeys`). A test's keys must not outlive it: hypothesis draws
+    key values from the string constants of the code under test, so a key such as
+    `request_hash` would otherwise redact that field's name out of every later record."""
+    from tuneloop import envkeys
+
+    before = set(envkeys._known)
+    yield
+    envkeys._known.clear()
+    envkeys._known.update(before)
