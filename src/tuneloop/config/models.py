@@ -276,6 +276,10 @@ class EvalConfig(Section):
     """Further registered scorers run on every sample besides the item's own, recorded in the
     row by name (e.g. `tool_call_valid`, `tool_match`, `turns`); the report and the gate can
     judge on any of them (`report.scorer`, `gate.scorer`)."""
+    judge: ConfigPath | None = None
+    """The judge file (endpoint, model, rubric, mode, calibration) that the `judge` scorer
+    asks for items scored `judge`; the gate on such a suite needs the judge calibrated
+    (`tuneloop judge calibrate`). None: no judge."""
 
 
 # ---- report, gate, archive, data -----------------------------------------------------------

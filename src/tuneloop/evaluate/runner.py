@@ -27,6 +27,8 @@ Scorers registered `inline` (the built-in text scorers: microseconds) run on the
 other scorers, such as the sandboxed `python_tests`, run in worker threads so they never stall
 the requests in flight. Which scorer an item gets is `scorers/resolve.py`'s, as in training.
 The API key is redacted from every row, summary and error on its way out (`redact.py`).
+Items scored `judge` are graded by the judge file of `eval.judge`, loaded and checked before
+any request; a judge that refuses (401/403/404) stops the eval like a refusing endpoint.
 
 Several replicas of one model (a list of base URLs; `--endpoint` given more than once) share
 the suite through `client.ReplicaClient`: `concurrency` requests in flight on each, a failed
@@ -86,6 +88,7 @@ from tuneloop.samplelog import (
     SampleRow,
     SamplingParams,
 )
+from tuneloop.scorers.judge import JudgeRefused, judge_configured
 from tuneloop.scorers.resolve import ScorerResolver
 from tuneloop.suite import SuiteItem, load_suite, resolve_slice
 
@@ -186,7 +189,7 @@ def evaluate(
         )
         items = {i: by_id[i] for i in ids}
         samples = Path(out_dir) / SAMPLES_FILE
-        resolver = ScorerResolver(slicing.default_scorer)
+        resolver = ScorerResolver(slicing.default_scorer, configured=judge_configured(settings.judge))
         run = _Run(items, summary, samples, settings, model, redactor, resolver, endpoints)
         lines, prior_retries = _prepare(run, Path(out_dir))
         write_json(Path(out_dir) / SUMMARY_FILE, run.stored(summary))  # pins settings for a resume
@@ -289,6 +292,11 @@ async def _wait_all(tasks: Sequence[asyncio.Future[None]]) -> None:
                 f"the endpoint refused the request: {err}. Check --endpoint, --model and "
                 "--api-key-env (rows written so far are kept; rerun to resume)"
             )
+        if isinstance(err, JudgeRefused):
+            raise InputError(
+                f"the judge refused the request: {err}. Check the judge file's endpoint, model "
+                "and api_key_env (rows written so far are kept; rerun to resume)"
+            )
         if err is not None:
             raise err
 
@@ -319,6 +327,8 @@ async def _one_sample(
     fields.update(scored)
     try:
         result, metrics = await score_all(run.scorers, run.settings.metrics, item.raw, text, trace)
+    except JudgeRefused:
+        raise  # a wrong judge endpoint, key or model stops the eval, as a refusing endpoint does
     except Exception as err:  # a scorer bug must not stop the eval; the row says what broke
         msg = f"scorer {item.scorer!r} raised {type(err).__name__}: {err}"[:500]
         return {**fields, "status": "harness_error", "error": msg}

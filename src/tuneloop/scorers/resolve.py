@@ -11,7 +11,8 @@ read from its registration (`base.scorer(..., inline=True)`), never from a list 
 Factory arguments are the caller's to give, and the two callers deliberately differ as they
 always have: evaluate builds every scorer with its factory defaults (scorers read the item's
 `scorer_args` themselves when scoring), while train's rewards also pass the item's
-`scorer_args` to the factory.
+`scorer_args` to the factory. Settings loop.yaml holds for a scorer (`eval.judge`) reach its
+factory through `configured` when the caller gives no arguments.
 """
 
 from __future__ import annotations
@@ -52,9 +53,13 @@ class ScorerResolver:
         *,
         override: str | None = None,
         get: Callable[[str], Any] | None = None,
+        configured: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.default = default
         self.override = override
+        self.configured = dict(configured or {})
+        """Factory arguments a scorer gets when the caller gives none: what loop.yaml
+        configures for it (`eval.judge` → `{"judge": {"judge": path}}`)."""
         self._get = get or scorers.get  # `get`: a stand-in registry, for tests
         self._built: dict[str, ResolvedScorer] = {}
 
@@ -70,6 +75,7 @@ class ScorerResolver:
 
     def named(self, name: str, args: Mapping[str, Any] | None = None) -> ResolvedScorer:
         """Scorer `name`, whatever the item names (the eval's further `metrics`)."""
+        args = args if args else self.configured.get(name)
         # no arguments (every eval sample): the name is the key, with no JSON encoded per call
         key = f"{name}:{json.dumps(dict(args), sort_keys=True)}" if args else name
         if key not in self._built:

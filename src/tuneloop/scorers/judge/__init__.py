@@ -1,0 +1,54 @@
+"""LLM judges: scoring answers that have no verifiable reference.
+
+    from tuneloop.scorers.judge import load_judge
+    judge = load_judge(Path("judge.yaml"))
+    judge.grade(messages, response)                      # Judgement: value in [0, 1]
+    judge.compare(messages, baseline=a, candidate=b)     # Preference, both orders
+
+`spec.py` the judge file (endpoint, model, key variable, price, rubric, mode, calibration);
+`rubric.py` the Jinja2 rubric; `parse.py` strict reading of a judgement; `cache.py` the
+judgements by request hash (SQLite); `judge.py` asking (retries, re-asks, both orders);
+`scorer.py` the registered `judge` scorer. How well a judge agrees with people is measured by
+`tuneloop judge calibrate` (`stats/rater.py`), and the gate carries that error into its power.
+"""
+
+from tuneloop.scorers.judge.judge import (
+    Judge,
+    JudgeError,
+    Judgement,
+    JudgeRefused,
+    JudgeUnavailable,
+    JudgeUnparsable,
+    Preference,
+    load_judge,
+    preference,
+)
+from tuneloop.scorers.judge.parse import Unparsable, parse_grade, parse_verdict
+from tuneloop.scorers.judge.rubric import Rubric, load_rubric, prompt_text
+from tuneloop.scorers.judge.scorer import item_messages, judge_configured, judge_for
+from tuneloop.scorers.judge.spec import JudgeIdentity, JudgeSpec, default_cache, load_judge_spec
+
+__all__ = [
+    "Judge",
+    "JudgeError",
+    "JudgeIdentity",
+    "JudgeRefused",
+    "JudgeSpec",
+    "JudgeUnavailable",
+    "JudgeUnparsable",
+    "Judgement",
+    "Preference",
+    "Rubric",
+    "Unparsable",
+    "default_cache",
+    "item_messages",
+    "judge_configured",
+    "judge_for",
+    "load_judge",
+    "load_judge_spec",
+    "load_rubric",
+    "parse_grade",
+    "parse_verdict",
+    "preference",
+    "prompt_text",
+]
