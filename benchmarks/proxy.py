@@ -6,14 +6,19 @@
     .venv/bin/python benchmarks/proxy.py --upstream model --requests 300 --client raw
 
 Goal: proxied throughput ≥ 0.9× direct at concurrency 32, with the traffic log on.
+Shadow mirroring (issue 33): the throughput of `proxy+log` with `--shadow` at fractions 1.0
+and 0.1 against mirroring off (`proxy+log`), in the same run (`--no-shadow` leaves it out).
 
-Three arms get the same chat requests from the same client in this process, at the same
+The arms get the same chat requests from the same client in this process, at the same
 concurrency, in interleaved rounds (the order rotates every round); the median over rounds is
 reported. `direct` posts to the upstream; `proxy` to `tuneloop proxy` without a log; `proxy+log`
-to one with `--log-dir` (scrub, fsync'd group commit, rotation). The upstream is a bare ASGI app
-under uvicorn in its own process, answering at once (or after `--delay-ms`, a stand-in for
-generation time); with `--upstream model` it is the real peer instead: `tuneloop serve` on the
-embedded tiny model (`--model-dir`, default examples/arith/model), asked for `max_tokens: 8`.
+to one with `--log-dir` (scrub, fsync'd group commit, rotation); `mirror 1` and `mirror 0.1`
+to one with the log and `--shadow` to a challenger (a second fake upstream in its own process,
+`--shadow-concurrency` mirrors in flight; sampled requests beyond them are skipped, counted).
+The upstream is a bare ASGI app under uvicorn in its own process, answering at once (or
+after `--delay-ms`, a stand-in for generation time); with `--upstream model` it is the real
+peer instead: `tuneloop serve` on the embedded tiny model (`--model-dir`, default
+examples/arith/model), asked for `max_tokens: 8`.
 Each proxy is the installed command in its own process, as a person runs it.
 
 Read the numbers with the machine in mind: client, proxy and upstream share its cores, so with
@@ -63,6 +68,15 @@ BODY: dict[str, Any] = {
     "model": "bench",
     "messages": [{"role": "user", "content": "What is 6 times 7?"}],
 }
+JSON = {"content-type": "application/json"}
+
+
+def body_bytes(i: int) -> bytes:
+    """Request `i`'s body: BODY with `"user": "bench-<i>"`, so that bodies differ as real
+    traffic's do (the shadow mirror samples by the body's hash: one body is all in or out)."""
+    return json.dumps({**BODY, "user": f"bench-{i}"}).encode()
+
+
 MODEL_DIR = Path(__file__).resolve().parent.parent / "examples" / "arith" / "model"
 FAILED: list[str] = []
 """Failed requests (arm URL, error): reported, never hidden in a rate."""
@@ -128,11 +142,14 @@ def start_model(model_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, url
 
 
-def start_proxy(upstream: str, log_dir: Path | None) -> tuple[subprocess.Popen[bytes], str]:
+def start_proxy(
+    upstream: str, log_dir: Path | None, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     cmd = [sys.executable, "-m", "tuneloop", "proxy", "--upstream", upstream, "--port", str(port)]
     if log_dir is not None:
         cmd += ["--log-dir", str(log_dir)]
+    cmd += list(extra)
     proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     wait_ready(url, proc)
@@ -147,10 +164,11 @@ async def httpx_client(url: str, n: int, concurrency: int) -> list[float]:
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
 
         async def worker() -> None:
-            for _ in todo:
+            for i in todo:
                 start = time.perf_counter()
                 try:
-                    reply = await client.post("/v1/chat/completions", json=BODY)
+                    body = body_bytes(i)
+                    reply = await client.post("/v1/chat/completions", content=body, headers=JSON)
                     reply.raise_for_status()
                     reply.json()
                 except httpx.HTTPError as err:
@@ -166,24 +184,24 @@ async def raw_client(url: str, n: int, concurrency: int) -> list[float]:
     """The same over bare asyncio streams (one keep-alive connection per worker): the client
     costs almost nothing, so the servers' cost shows in full."""
     parts = urlsplit(url)
-    body = json.dumps(BODY).encode()
-    request = (
+    head = (
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-        b"Content-Length: %d\r\n\r\n%s" % (parts.netloc.encode(), len(body), body)
+        % parts.netloc.encode()
     )
     todo = iter(range(n))
     latencies: list[float] = []
 
     async def worker() -> None:
         reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
-        for _ in todo:
+        for i in todo:
             start = time.perf_counter()
-            writer.write(request)
-            head = (await reader.readuntil(b"\r\n\r\n")).lower()
-            if not head.startswith(b"http/1.1 200"):
-                raise RuntimeError(head.decode(errors="replace"))
-            at = head.index(b"content-length:") + 15
-            json.loads(await reader.readexactly(int(head[at : head.index(b"\r\n", at)])))
+            body = body_bytes(i)
+            writer.write(head + b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            got = (await reader.readuntil(b"\r\n\r\n")).lower()
+            if not got.startswith(b"http/1.1 200"):
+                raise RuntimeError(got.decode(errors="replace"))
+            at = got.index(b"content-length:") + 15
+            json.loads(await reader.readexactly(int(got[at : got.index(b"\r\n", at)])))
             latencies.append(time.perf_counter() - start)
         writer.close()
 
@@ -270,6 +288,45 @@ def report(args: argparse.Namespace, results: Runs) -> None:
         )
 
 
+SHADOW_FRACTIONS = (1.0, 0.1)
+
+
+def start_mirrors(
+    args: argparse.Namespace, direct: str, tmp: Path, procs: list[subprocess.Popen[bytes]]
+) -> dict[str, tuple[str, list[int]]]:
+    """`proxy+log` with shadow mirroring to a challenger (a second fake upstream, its own
+    process, as fast as the champion) at each of `SHADOW_FRACTIONS`; arm → (URL, pids: the
+    upstream, the challenger, the proxy last)."""
+    challenger, shadow = start_upstream(args.delay_ms)
+    procs.append(challenger)
+    arms = {}
+    for fraction in SHADOW_FRACTIONS:
+        extra = ("--shadow", shadow, "--shadow-model", "challenger")
+        extra += ("--shadow-fraction", str(fraction))
+        extra += ("--shadow-concurrency", str(args.shadow_concurrency))
+        proc, url = start_proxy(direct, tmp / f"shadow-{fraction:g}", extra)
+        procs.append(proc)
+        arms[f"mirror {fraction:g}"] = (url, [procs[0].pid, challenger.pid, proc.pid])
+    return arms
+
+
+def report_mirrors(results: Runs, mirrors: dict[str, tuple[str, list[int]]]) -> None:
+    """Each mirroring arm's throughput against mirroring off (`proxy+log`, the same log on),
+    and what its mirror did (`/health`'s shadow counts)."""
+
+    def rate(name: str) -> float:
+        return statistics.median(run[0] for run in results[name])
+
+    for name, (url, _) in mirrors.items():
+        counts = httpx.get(url + "/health", timeout=10).json()["shadow"]["counts"]
+        print(
+            f"{name}: {rate(name) / rate('proxy+log'):.3f}× the throughput of mirroring off "
+            f"(proxy+log); mirrored {counts['mirrored']}, skipped busy "
+            f"{counts['skipped_busy']}, sampled out {counts['skipped_sampled_out']}, "
+            f"failed {counts['failed']}, lost {counts['lost']}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -279,6 +336,10 @@ def main() -> None:
     parser.add_argument("--client", choices=["httpx", "raw"], default="httpx")
     parser.add_argument("--upstream", choices=["asgi", "model"], default="asgi")
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
+    parser.add_argument(
+        "--no-shadow", action="store_true", help="Leave out the shadow-mirroring arms."
+    )
+    parser.add_argument("--shadow-concurrency", type=int, default=8)
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_upstream is not None:
@@ -302,10 +363,13 @@ def main() -> None:
                 "proxy": (proxied, [upstream.pid, bare.pid]),
                 "proxy+log": (logged, [upstream.pid, logging.pid]),
             }
+            mirrors = {} if args.no_shadow else start_mirrors(args, direct, Path(tmp), procs)
+            arms.update({name: (url, pids) for name, (url, pids) in mirrors.items()})
             results = measure(args, arms)
             lines = sum(1 for _ in (Path(tmp) / "traffic" / "traffic.jsonl").open())
             report(args, results)
             print(f"proxy+log wrote {lines} lines; failed requests: {len(FAILED)}")
+            report_mirrors(results, mirrors)
             for failure in sorted(set(FAILED)):
                 print(f"  {FAILED.count(failure)} × {failure}")
     finally:

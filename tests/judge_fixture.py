@@ -1,5 +1,6 @@
-"""A fake judge (shared by tests/scorers/judge, tests/evaluate and the shadow tests): an OpenAI-compatible chat endpoint (stdlib HTTP server in a thread) whose
-answer is a function of the rendered rubric, plus a judge file pointing at it.
+"""A fake judge (shared by tests/scorers/judge, tests/evaluate and the shadow tests): an
+OpenAI-compatible chat endpoint (stdlib HTTP server in a thread) whose answer is a function of
+the rendered rubric, plus a judge file pointing at it.
 
 `FakeJudge.answer(content) -> (status, text)` decides each reply; the default grades
 `RESPONSE: <n>` against `REFERENCE: <n>` ("SCORE: 1" or "SCORE: 0"), and pairwise rubrics
@@ -18,8 +19,14 @@ from pathlib import Path
 
 import pytest
 
-GRADE_RUBRIC = "Grade the answer.\nQUESTION:\n{{ prompt }}\nREFERENCE: {{ reference }}\nRESPONSE: {{ response }}\n"
-PAIR_RUBRIC = "Which is better?\nQUESTION:\n{{ prompt }}\nRESPONSE A: {{ response_a }}\nRESPONSE B: {{ response_b }}\n"
+GRADE_RUBRIC = (
+    "Grade the answer.\nQUESTION:\n{{ prompt }}\nREFERENCE: {{ reference }}\n"
+    "RESPONSE: {{ response }}\n"
+)
+PAIR_RUBRIC = (
+    "Which is better?\nQUESTION:\n{{ prompt }}\nRESPONSE A: {{ response_a }}\n"
+    "RESPONSE B: {{ response_b }}\n"
+)
 
 
 def _number(label: str, content: str) -> str | None:
@@ -66,10 +73,14 @@ def _handler(state: FakeJudge) -> type[BaseHTTPRequestHandler]:
             with state.lock:
                 state.bodies.append(body)
             status, text = state.answer(body["messages"][0]["content"])
-            reply = {
-                "choices": [{"message": {"role": "assistant", "content": text}}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 10},
-            } if status == 200 else {"error": {"message": text}}
+            reply = (
+                {
+                    "choices": [{"message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+                }
+                if status == 200
+                else {"error": {"message": text}}
+            )
             data = json.dumps(reply).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

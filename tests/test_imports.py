@@ -33,6 +33,7 @@ PHASES = {
     "tracking",
     "selection",
     "cascade",
+    "shadow",
 }
 SHARED = {"scorers", "stats", "client", "envs", "scrub", "serving", "memory"}
 CORE = {

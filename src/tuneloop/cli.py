@@ -26,6 +26,7 @@ from tuneloop.commands import check, plugins
 from tuneloop.data.command import corpus_app, ingest
 from tuneloop.entry import run_app
 from tuneloop.evaluate.command import evaluate
+from tuneloop.evaluate.judge_command import judge_app
 from tuneloop.flywheel.command import status
 from tuneloop.flywheel.watch.command import approve, watch
 from tuneloop.gate.command import champion, gate, ledger_app
@@ -34,6 +35,7 @@ from tuneloop.replay.command import replay
 from tuneloop.report.command import compare, power
 from tuneloop.selection.command import select
 from tuneloop.serve.command import proxy, serve
+from tuneloop.shadow.command import shadow_app
 from tuneloop.train.command import doctor, merge, train
 from tuneloop.view.command import view
 
@@ -66,6 +68,8 @@ GROUPS: dict[str, typer.Typer] = {
     "corpus": corpus_app,
     "archive": archive_app,
     "ledger": ledger_app,
+    "judge": judge_app,
+    "shadow": shadow_app,
 }
 """name → a group of sub-commands."""
 GROUP_COMMANDS: dict[str, dict[str, Callable[..., None]]] = {

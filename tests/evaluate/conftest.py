@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from ..judge_fixture import fake_judge  # noqa: F401  (a fixture for the judged evals)
+
 _Q = re.compile(r"What is (-?\d+) \+ (-?\d+)\?")
 
 

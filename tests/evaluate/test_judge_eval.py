@@ -14,7 +14,7 @@ from tuneloop.evaluate import EvalSettings, evaluate
 from tuneloop.records import read_jsonl
 from tuneloop.suite import item_prompt_text, load_suite
 
-from ..judge_fixture import fake_judge, write_judge  # noqa: F401  (fake_judge: a fixture)
+from ..judge_fixture import write_judge
 from .conftest import expected_score
 
 KEY = "sk-judge-Evalkey-0123456789abcdef"
@@ -28,7 +28,9 @@ def _judged(suite: Path, out: Path) -> Path:
 
 
 def _eval(server, suite, out, judge_file):
-    settings = EvalSettings(n_samples=1, concurrency=4, max_retries=2, backoff_s=0.001, judge=judge_file)
+    settings = EvalSettings(
+        n_samples=1, concurrency=4, max_retries=2, backoff_s=0.001, judge=judge_file
+    )
     return evaluate(server.url, "fake", suite, out, settings, progress=False)
 
 
@@ -40,7 +42,9 @@ def test_judge_grades_are_the_scores(fake_server, fake_judge, small_suite, tmp_p
     assert summary.counts["ok"] == 30
     prompts = {i.id: item_prompt_text(i) for i in load_suite(suite).items}
     rows = read_jsonl(tmp_path / "run" / "samples.jsonl")
-    assert {r["item_id"]: r["score"] for r in rows} == {i: expected_score(p) for i, p in prompts.items()}
+    assert {r["item_id"]: r["score"] for r in rows} == {
+        i: expected_score(p) for i, p in prompts.items()
+    }
     detail = rows[0]["detail"]
     assert detail["judge"] == "fake-judge" and len(detail["rubric_sha256"]) == 64
     assert detail["judge_cost_usd"] == pytest.approx(200 / 1e6)
@@ -50,7 +54,9 @@ def test_judge_grades_are_the_scores(fake_server, fake_judge, small_suite, tmp_p
     asked = fake_judge.calls
     _eval(fake_server, suite, tmp_path / "again", judge_file)
     assert fake_judge.calls == asked
-    assert all(r["detail"]["judge_cached"] for r in read_jsonl(tmp_path / "again" / "samples.jsonl"))
+    assert all(
+        r["detail"]["judge_cached"] for r in read_jsonl(tmp_path / "again" / "samples.jsonl")
+    )
 
 
 def test_an_unparsable_judge_is_a_harness_error(fake_server, fake_judge, small_suite, tmp_path):

@@ -28,6 +28,8 @@ import uvicorn
 
 from tuneloop.records.trace import Message, Trace
 
+from ..judge_fixture import fake_judge  # noqa: F401  (the fixture, for the judged replays)
+
 _Q = re.compile(r"What is (-?\d+) \+ (-?\d+)\?")
 USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
 

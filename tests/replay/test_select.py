@@ -83,3 +83,14 @@ def test_pairs_reject_each_distinct_failure_and_a_failed_original() -> None:
 def test_missing_calls_give_no_rows() -> None:
     sft, dpo = _select([call("a", None, None, status="missing")], original_passed=False)
     assert sft == [] and dpo == []
+
+
+def test_against_the_original_only_a_loss_is_a_rejected_side() -> None:
+    """A step judged pairwise (`losses_only`): a tie with the original (0.5) fails the default
+    threshold but is no evidence against it; a loss (0) is."""
+    calls = [call("a", "won", 1.0), call("b", "tied", 0.5), call("c", "lost", 0.0)]
+    by_id = {(c.trace, c.step, c.teacher, c.request_hash): c for c in calls}
+    _, dpo = select_rows([STEP], TEACHERS, by_id, {STEP.key: False}, losses_only={STEP.key})
+    assert [p["rejected_from"] for p in dpo] == ["c", "original"]
+    _, every = select_rows([STEP], TEACHERS, by_id, {STEP.key: False})
+    assert [p["rejected_from"] for p in every] == ["b", "c", "original"]

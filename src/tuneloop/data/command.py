@@ -123,7 +123,7 @@ def build(
         ),
     ] = None,
 ) -> None:
-    """Ingest, scrub, filter, dedup, decontaminate, band, shuffle → SFT, GRPO, preference."""
+    """Ingest, scrub, filter, dedup, decontaminate, judge, band, shuffle → SFT, GRPO, preference."""
     from tuneloop.data.corpus import build_corpus, load_corpus_config
     from tuneloop.records import CorpusProvenance, read_record
 
@@ -131,8 +131,16 @@ def build(
         raise InputError(f"--executor: expected local or ray (got {executor!r})")
     out_dir = out or load_corpus_config(config).out_dir
     result = build_corpus(config, out_dir, executor=executor)  # type: ignore[arg-type]
-    prov = read_record(result.provenance_path, CorpusProvenance).to_json()
+    record = read_record(result.provenance_path, CorpusProvenance)
+    prov = record.to_json()
     typer.echo("  ".join(f"{k}: {v}" for k, v in result.counts.items()))
+    if record.judge is not None:
+        j = record.judge
+        typer.echo(
+            f"judged: {j.asked} asked, {j.kept} kept, {j.below_grade} dropped below grade "
+            f"{j.min_grade:g}, {j.errors} judge errors, ${j.cost_usd:.4f} "
+            f"(${j.cost_usd_this_run:.4f} this run; {j.cached} cached) — judge {j.model}"
+        )
     for suite in prov["decontamination"]:
         typer.echo(f"decontamination {suite['suite']}: {suite['rows_removed']} row(s) removed")
         for row in suite["removed"]:

@@ -189,7 +189,8 @@ def evaluate(
         )
         items = {i: by_id[i] for i in ids}
         samples = Path(out_dir) / SAMPLES_FILE
-        resolver = ScorerResolver(slicing.default_scorer, configured=judge_configured(settings.judge))
+        configured = judge_configured(settings.judge)  # the judge file, checked before any request
+        resolver = ScorerResolver(slicing.default_scorer, configured=configured)
         run = _Run(items, summary, samples, settings, model, redactor, resolver, endpoints)
         lines, prior_retries = _prepare(run, Path(out_dir))
         write_json(Path(out_dir) / SUMMARY_FILE, run.stored(summary))  # pins settings for a resume

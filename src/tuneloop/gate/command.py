@@ -185,7 +185,7 @@ def print_verdict(v: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from tuneloop.gate.verdict_record import CostResult
+    from tuneloop.gate.verdict_record import CostResult, JudgeNote
 
     table = Table("condition", "ok", "detail", title=f"gate verdict — run {v['run_id']}")
     for c in v["conditions"]:
@@ -194,6 +194,8 @@ def print_verdict(v: dict[str, Any]) -> None:
     console.print(table)
     if v.get("cost"):
         console.print(CostResult.model_validate(v["cost"]).sentence(), markup=False)
+    if v.get("judge"):
+        console.print(JudgeNote.model_validate(v["judge"]).sentence(), markup=False)
     if v.get("slice_reuse"):
         earlier = ", ".join(v["slice_reuse"]["previous_runs"])
         console.print(f"[yellow]slice reuse explicitly allowed; consumed before by {earlier}[/]")

@@ -26,7 +26,7 @@ from typing import Any
 
 from tuneloop.gate.bar import SequenceTerm
 from tuneloop.gate.champion import describe
-from tuneloop.gate.verdict_record import CostResult
+from tuneloop.gate.verdict_record import CostResult, JudgeNote
 from tuneloop.records.cascade_table import (
     CascadeRound,
     chosen_sentence,
@@ -103,6 +103,8 @@ def verdict_entry(
     ]
     if v.get("cost"):
         lines.append(f"- {CostResult.model_validate(v['cost']).sentence()}")
+    if v.get("judge"):
+        lines.append(f"- {JudgeNote.model_validate(v['judge']).sentence()}")
     if cascade is not None:
         lines += cascade_lines(cascade)
     if v["reasons"]:

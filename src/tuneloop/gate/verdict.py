@@ -58,6 +58,7 @@ from tuneloop.gate.verdict_record import (
     CostResult,
     Evidence,
     GateVerdict,
+    JudgeNote,
     Outcome,
     SliceReuse,
     make_evidence,
@@ -97,6 +98,7 @@ def adjudicate(
     adjudication: dict[str, Any] | None = None,
     portfolio: PortfolioRecord | None = None,
     composition: CompositionRecord | None = None,
+    judge: JudgeNote | None = None,
 ) -> GateVerdict:
     """Decide champion vs challenger on a fresh slice; record and return the verdict.
 
@@ -108,7 +110,9 @@ def adjudicate(
     at, the Holm level of this challenger under `gate.adjudicate: all`, while the bar sealed
     and hashed stays the nominal one) and its challenger table (`portfolio`, for the
     experiment log's entry); a cascade round its `composition`, which the entry shows with
-    the tiers' answers and both arms' cost on the slice. Raises `InputError` (exit 2, nothing
+    the tiers' answers and both arms' cost on the slice. A slice scored by an LLM judge passes
+    the judge's calibration (`judge`), recorded beside the Δ with the Δ it corresponds to.
+    Raises `InputError` (exit 2, nothing
     written) for incomparable logs, unpriced logs under a bar with a cost condition, a bad
     descriptor, a bar other than the sealed one, a run id already judged on other evidence,
     consumed items without `allow_slice_reuse`, or changed items not declared new.
@@ -166,6 +170,7 @@ def adjudicate(
             verdict.sealed_at = sealed.sealed_at if sealed else None
             verdict.adjudication = adjudication
             verdict.cost = cost
+            verdict.judge = judge and judge.beside(decision.stats.get("delta"))
             if sealed is None:  # never sealed (`tuneloop gate`): its α is spent with its verdict
                 spend_alpha(ledger, run_id, bar, verdict.decided_at)
             _record(ledger, verdict, bool(previous), promote, contents)

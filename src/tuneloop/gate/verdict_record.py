@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from tuneloop.gate.bar import Bar
 from tuneloop.records import Record, canonical_json, sha256_bytes
 from tuneloop.samplelog import items_sha256, log_sha256
+from tuneloop.stats.rater import corrected_difference
 
 Outcome = Literal["promote", "reject", "awaiting_approval"]
 
@@ -94,6 +95,61 @@ class CostResult(BaseModel):
 def _usd(x: float | None) -> str:
     # "USD", not "$": two dollar signs on a Markdown line render as math on GitHub
     return "n/a" if x is None else f"{x:.6g} USD"
+
+
+class JudgeNote(BaseModel):
+    """The LLM judge that scored the gate slice, with its calibration against people: what a
+    reviewer reads beside the Δ (it does not change the decision, which is on the observed Δ
+    against the sealed bar)."""
+
+    model: str
+    """The judge's model id."""
+    rubric_sha256: str
+    """sha256 of the rubric that scored both arms."""
+    calibration_sha256: str
+    """sha256 of the calibration record the figures come from."""
+    n: int
+    """Human-labelled audit items the calibration measured."""
+    agreement: float
+    """Fraction of audit items on which judge and people agree."""
+    kappa: float | None
+    """Cohen's κ (None where undefined)."""
+    fpr: float | None
+    """False-positive rate: the judge passes what people failed."""
+    fnr: float | None
+    """False-negative rate: the judge fails what people passed."""
+    youden_j: float | None
+    """J = 1 − FPR − FNR: the factor by which the judge's error shrinks a true difference."""
+    delta_observed: float | None = None
+    """Δ as the judge scored it (what the bar was applied to)."""
+    delta_corrected: float | None = None
+    """Δ / J: the difference in true pass rates the observed Δ corresponds to (Bross 1954;
+    per arm, Rogan & Gladen 1978); None when J ≤ 0 or unknown."""
+
+    def beside(self, delta: float | None) -> JudgeNote:
+        """This note with the slice's observed Δ and the Δ it corresponds to (Bross 1954)."""
+        corrected = None
+        if delta is not None and self.youden_j is not None and 0 < self.youden_j <= 1:
+            corrected = corrected_difference(delta, self.youden_j)
+        return self.model_copy(update={"delta_observed": delta, "delta_corrected": corrected})
+
+    def sentence(self) -> str:
+        """The calibration and both Δs in one line."""
+        kappa = "n/a" if self.kappa is None else f"{self.kappa:.3f}"
+        rates = "; ".join(
+            f"{name} {'n/a' if v is None else f'{v:.3f}'}"
+            for name, v in (("FPR", self.fpr), ("FNR", self.fnr), ("J", self.youden_j))
+        )
+        text = (
+            f"Judge {self.model} (rubric {self.rubric_sha256[:12]}): agreement "
+            f"{self.agreement:.3f}, κ {kappa} on {self.n} human-labelled items; {rates}"
+        )
+        if self.delta_observed is not None and self.delta_corrected is not None:
+            text += (
+                f". Observed Δ {self.delta_observed:+.4f} ≈ true Δ {self.delta_corrected:+.4f} "
+                "after the judge's error (Δ/J; Bross 1954, Rogan–Gladen 1978)"
+            )
+        return text
 
 
 class SliceReuse(BaseModel):
@@ -194,6 +250,9 @@ class GateVerdict(Record):
     cost: CostResult | None = None
     """The bar's cost condition (`gate.cost`): both arms' dollars per item and each limit.
     None: the bar sets none (and the verdict is written as version 2)."""
+    judge: JudgeNote | None = None
+    """The LLM judge that scored the slice and its calibration (None: no judge; left out of
+    the file then, so such a verdict reads and hashes as before)."""
 
     def to_json(self) -> dict[str, Any]:
         # `adjudication` and `cost` came later: each left out while unset, so a verdict
@@ -204,6 +263,8 @@ class GateVerdict(Record):
             data.pop("adjudication", None)
         if self.cost is None:
             del data["cost"]
+        if self.judge is None:
+            del data["judge"]
         data["schema"] = f"tuneloop.{self.KIND}/{2 if self.cost is None else 3}"
         return data
 

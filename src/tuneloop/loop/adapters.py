@@ -362,6 +362,7 @@ def run_report(ctx: PhaseContext) -> None:
 
 def run_gate(ctx: PhaseContext) -> None:
     from tuneloop.gate import adjudicate
+    from tuneloop.loop.preflight.judge import judge_note
 
     g, run = ctx.cfg.gate, ctx.layout
     challenger = ctx.cfg.serve.challenger
@@ -409,6 +410,7 @@ def run_gate(ctx: PhaseContext) -> None:
         adjudication=adjudication_of(portfolio, bar.alpha) if portfolio is not None else None,
         portfolio=portfolio,
         composition=composed,
+        judge=judge_note(ctx.cfg),
     )
     ctx.notes["decision"] = verdict.decision
     ctx.notes["verdict_run_id"] = verdict.run_id

@@ -71,6 +71,19 @@ RECORDS: dict[str, tuple[str, str]] = {
     "RunState": ("tuneloop.loop.state", "state.json"),
     "Manifest": ("tuneloop.records.manifest", "<archive root>/<run>/manifest.json"),
     "Archived": ("tuneloop.records.manifest", "archive/archived.json"),
+    "JudgeCalibration": (
+        "tuneloop.records.judge",
+        "the judge file's `calibration:` path (tuneloop judge calibrate)",
+    ),
+    "ShadowPair": (
+        "tuneloop.records.shadow",
+        "<log-dir>/shadow/pairs.jsonl (tuneloop proxy --shadow)",
+    ),
+    "ShadowState": ("tuneloop.records.shadow", "<log-dir>/shadow/state.json"),
+    "ShadowReport": (
+        "tuneloop.records.shadow",
+        "<out>/shadow-report.json (tuneloop shadow report)",
+    ),
 }
 
 

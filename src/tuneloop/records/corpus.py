@@ -90,6 +90,37 @@ class MutationRecall(_Part):
     """Up to 10 missed canaries: suite and item id."""
 
 
+class JudgeCut(_Part):
+    """The judge cut (corpus.yaml `judge:`): unlabelled rows graded by an LLM judge."""
+
+    file: str
+    """Path of the judge file."""
+    sha256: str
+    """sha256 of the judge file."""
+    model: str
+    """The judge's model id."""
+    endpoint: str
+    """Where it was asked."""
+    rubric_sha256: str
+    """sha256 of the rubric it graded by."""
+    min_grade: float
+    """A row was kept with a grade at least this."""
+    asked: int
+    """Rows graded (unlabelled rows that survived filter, dedup and decontamination)."""
+    kept: int
+    """Of those, rows kept (grade ≥ min_grade)."""
+    below_grade: int
+    """Rows dropped for a grade below min_grade."""
+    errors: int
+    """Rows dropped because the judge could not grade them (unparsable, unreachable)."""
+    cached: int
+    """Grades read from the judge's cache (nothing asked this time)."""
+    cost_usd: float
+    """What the grades cost to make (cached ones included; calls without usage count 0)."""
+    cost_usd_this_run: float
+    """What this build paid (grades not in the cache)."""
+
+
 class CorpusProvenance(Record):
     """How a corpus was built: config, sources, per-step counts, what was removed and why."""
 
@@ -123,6 +154,8 @@ class CorpusProvenance(Record):
     decontamination_audit: dict[str, MutationRecall] | None = None
     """Recall per mutation (verbatim, rewrapped, in_filler, case_whitespace,
     numbers_spelled); None when the audit was off or no suite was given."""
+    judge: JudgeCut | None = None
+    """The judge cut; None when the build had no `judge:`."""
     outputs: dict[str, str]
     """Output file name → sha256."""
     executor: dict[str, Any] = {"kind": "local"}

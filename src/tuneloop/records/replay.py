@@ -123,6 +123,38 @@ class Agreement(BaseModel):
     """agree / steps; None when no step was scored by both."""
 
 
+class JudgedSteps(BaseModel):
+    """What the step judge (`replay.judge`) scored: the planned steps without a verifier."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scorer: str
+    """The judge's registered scorer name (`judge`: the LLM judge)."""
+    mode: str | None
+    """The LLM judge's mode, `grade` or `pairwise`; None for any other scorer."""
+    model: str | None
+    """The LLM judge's model id; None for any other scorer."""
+    rubric_sha256: str | None
+    """sha256 of the LLM judge's rubric; None for any other scorer."""
+    steps: int
+    """Planned steps without a verifier: the judge's."""
+    calls_scored: int
+    """Teacher answers to those steps that the judge scored."""
+    originals_scored: int
+    """Original responses to those steps with a verdict (grade: graded; pairwise: faced at
+    least one scored teacher answer)."""
+    errors: int
+    """Judgements that could not be had (teacher answers and originals; `scorer_error`):
+    never a score, never a row."""
+    cost_usd: float
+    """What the judgements cost to make (the LLM judge's `judge_cost_usd`, cached ones
+    included; 0 for a scorer that reports none)."""
+    sft_rows: int
+    """SFT rows written from judged steps."""
+    dpo_pairs: int
+    """DPO pairs written from judged steps."""
+
+
 class ReplayReport(Record):
     """`report.json` of a replay: pass rates, agreement, tokens, cost, latency, yield."""
 
@@ -145,6 +177,8 @@ class ReplayReport(Record):
     """As configured."""
     judge: str | None
     """Scorer for steps without a verifier."""
+    judged: JudgedSteps | None = None
+    """What that judge scored and what came of it; None without a judge."""
     pass_threshold: float
     """A score at least this passes."""
     teachers: list[TeacherReport]
@@ -152,7 +186,9 @@ class ReplayReport(Record):
     agreement: list[Agreement]
     """Every pair of teachers."""
     original_scored: int
-    """Original trace responses that were scored (the step had a verifier or a judge)."""
+    """Original trace responses that were scored (the step had a verifier or a judge; a step
+    judged pairwise: the original faced a scored teacher answer, and passed when none beat
+    it)."""
     original_passed: int
     """Of those, how many passed."""
     sft_rows: int

@@ -4,9 +4,10 @@ Pure apart from the scorer itself. A 200 whose body is not an assistant answer �
 no `choices[0].message`, content that is neither text nor absent-with-tool-calls — is the
 teacher's fault, not the network's: it becomes a `malformed` row scored 0 with the reason,
 and counts against the teacher. Which scorer a step gets: its verifier's (`plan.py`), else
-the judge, which sees the prefix as `messages` and the original response as `answer`;
-without either the row is `unscored`. A scorer that raises gives a `scorer_error` row,
-which is not counted for or against the teacher (as the eval's harness errors).
+the judge, which sees the prefix as `messages` and — as `answer` — the original response,
+unless it is the LLM judge in grade mode (`judging.py` says why); without either the row is
+`unscored`. A scorer that raises (an LLM judge's `JudgeError` too) gives a `scorer_error`
+row, which is not counted for or against the teacher (as the eval's harness errors).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuneloop.records.replay import ReplayCall
+from tuneloop.replay.judging import JudgeUse
 from tuneloop.replay.plan import Step
 from tuneloop.replay.teachers import Price
 from tuneloop.scorers.resolve import ResolvedScorer
@@ -73,17 +75,27 @@ def _is_call(call: Any) -> bool:
     return isinstance(fn, dict) and isinstance(fn.get("name"), str)
 
 
-def scoring_item(
-    step: Step, judge: str | None, judge_args: dict[str, Any]
-) -> dict[str, Any] | None:
+def scoring_item(step: Step, judge: JudgeUse) -> dict[str, Any] | None:
     """The item a scorer is given for this step, or None when nothing can score it."""
     base = {"id": step.key, "messages": step.prefix}
     if step.verifier is not None:
         return {**base, **step.verifier}
-    if judge is None:
+    if judge.scorer is None:
         return None
-    original = step.original.get("content") or ""
-    return {**base, "answer": original, "scorer": judge, "scorer_args": dict(judge_args)}
+    item = {**base, "scorer": judge.scorer, "scorer_args": dict(judge.args)}
+    if judge.mode == "grade":
+        return item  # no reference: the original is graded alike (judging.py)
+    if judge.mode == "pairwise":
+        return {**item, "answer": judge.reads(step.original)}  # the baseline
+    return {**item, "answer": step.original.get("content") or ""}
+
+
+def scored_text(step: Step, message: dict[str, Any], judge: JudgeUse) -> str:
+    """What the step's scorer reads of an answer: the LLM judge its text and tool calls,
+    any other scorer its text (`response_text`)."""
+    if judge.mode is not None and judge.judges(step):
+        return judge.reads(message)
+    return response_text(message)
 
 
 def score_text(

@@ -29,6 +29,7 @@ def replay(
 ) -> None:
     """Replay trace steps to teachers; writes sft.jsonl, dpo.jsonl, report.json/.md in --out."""
     from tuneloop.replay.outputs import DPO_FILE, REPORT_FILE, REPORT_MD, SFT_FILE
+    from tuneloop.replay.report import judged_line
     from tuneloop.replay.run import replay as run_replay
     from tuneloop.replay.store import CALLS_FILE
     from tuneloop.replay.teachers import load_teachers
@@ -60,6 +61,8 @@ def replay(
             f"{t.name}: pass rate {rate} ({t.passed}/{t.scored}; missing {t.missing}, "
             f"malformed {t.malformed}), cost {t.cost_usd:.6f} USD"
         )
+    if r.judged is not None:
+        typer.echo(judged_line(r.judged))
     typer.echo(
         f"{r.steps_planned} steps → {r.sft_rows} SFT rows, {r.dpo_pairs} DPO pairs; "
         f"{r.calls_this_run} calls this run ({r.cost_usd_this_run:.6f} USD), "

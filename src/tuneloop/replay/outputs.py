@@ -11,6 +11,7 @@ from tuneloop.config.replay import ReplayConfig
 from tuneloop.envkeys import Redactor
 from tuneloop.records import atomic_write_text, write_json, write_jsonl
 from tuneloop.records.replay import ReplayCall, ReplayReport
+from tuneloop.replay.judging import JudgeUse, OriginalVerdicts, judged_steps
 from tuneloop.replay.plan import Step
 from tuneloop.replay.report import pairwise, per_row, render_markdown, teacher_report
 from tuneloop.replay.select import TIE_RULE, select_rows
@@ -31,13 +32,15 @@ def write_outputs(
     teachers: TeachersFile,
     calls: dict[CallId, ReplayCall],
     new: set[CallId],
-    originals: dict[str, bool | None],
+    originals: OriginalVerdicts,
+    judge: JudgeUse,
     settings: ReplayConfig,
     sources: tuple[str, str, int],
     reused_from: dict[str, int] | None = None,
 ) -> ReplayReport:
     """Select rows, build the report, write all four files; returns the report."""
-    sft, dpo = select_rows(steps, teachers, calls, originals)
+    against_original = {s.key for s in steps if judge.pairwise(s)}
+    sft, dpo = select_rows(steps, teachers, calls, originals.passed, losses_only=against_original)
     rows = list(calls.values())
     traces, teachers_file, available = sources
     reports = [
@@ -45,7 +48,7 @@ def write_outputs(
         for t in teachers.teachers
     ]
     cost = sum(t.cost_usd for t in reports)
-    scored_originals = [v for v in originals.values() if v is not None]
+    scored_originals = [v for v in originals.passed.values() if v is not None]
     report = ReplayReport(
         traces=traces,
         teachers_file=teachers_file,
@@ -55,6 +58,7 @@ def write_outputs(
         max_steps=settings.max_steps,
         seed=settings.seed,
         judge=settings.judge,
+        judged=judged_steps(steps, rows, originals, (sft, dpo), judge),
         pass_threshold=settings.pass_threshold,
         teachers=reports,
         agreement=pairwise([t.name for t in teachers.teachers], rows),

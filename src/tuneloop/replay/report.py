@@ -17,7 +17,13 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
-from tuneloop.records.replay import Agreement, ReplayCall, ReplayReport, TeacherReport
+from tuneloop.records.replay import (
+    Agreement,
+    JudgedSteps,
+    ReplayCall,
+    ReplayReport,
+    TeacherReport,
+)
 from tuneloop.replay.store import CallId, call_id
 from tuneloop.stats import wilson_interval
 
@@ -134,4 +140,16 @@ def render_markdown(report: ReplayReport) -> str:
         f"Original responses: {report.original_passed}/{report.original_scored} passed. "
         f"Tie rule: {report.tie_rule}.",
     ]
+    if report.judged is not None:
+        lines += ["", judged_line(report.judged)]
     return "\n".join(lines) + "\n"
+
+
+def judged_line(j: JudgedSteps) -> str:
+    """One sentence on the step judge: what it scored, its errors and cost, what came of it."""
+    who = j.scorer + (f" ({j.mode}, {j.model})" if j.mode is not None else "")
+    return (
+        f"Judged by {who}: {j.steps} steps without a verifier, {j.calls_scored} teacher "
+        f"answers and {j.originals_scored} originals scored, {j.errors} judge errors, "
+        f"judge cost {j.cost_usd:.6f} USD → {j.sft_rows} SFT rows, {j.dpo_pairs} DPO pairs."
+    )

@@ -15,16 +15,19 @@ never scored; a call still without an answer is a `missing` row — not a failur
 — and is asked again by the next run. 401/403/404 stop the replay with the teacher's name
 (rows so far are kept). An embedded teacher (a local model folder) is served for the run
 through `tuneloop.serving.serving()` with the `serve` section's defaults (the `embedded`
-backend), only when it has calls left. Every verifier's scorer is looked
-up before any call, so a typo costs nothing. Deliberately, the outputs are rebuilt from the
-whole log at the end of every run, so a rerun of a finished replay calls nothing, pays nothing
-(`cost_usd_this_run` 0) and writes the same rows.
+backend), only when it has calls left. Every verifier's scorer is looked up — and the LLM
+judge loaded — before any call, so a typo costs nothing. Steps without a verifier go to the
+step judge (`judging.py`: what the LLM judge is shown in grade and in pairwise mode, and why).
+Deliberately, the outputs are rebuilt from the whole log at the end of every run, so a rerun
+of a finished replay calls nothing, pays nothing (`cost_usd_this_run` 0) and writes the same
+rows.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,9 +47,16 @@ from tuneloop.replay.calls import (
     malformed_row,
     missing_row,
     parse_answer,
-    response_text,
     score_text,
+    scored_text,
     scoring_item,
+)
+from tuneloop.replay.judging import (
+    JudgeUse,
+    OriginalVerdicts,
+    beaten_originals,
+    judge_cost,
+    judge_use,
 )
 from tuneloop.replay.outputs import write_outputs
 from tuneloop.replay.plan import Step, build_request, plan_steps, read_traces, request_hash
@@ -76,6 +86,7 @@ class Job:
 @dataclass
 class _Run:
     settings: ReplayConfig
+    judge: JudgeUse
     resolver: ScorerResolver
     writer: CallWriter
     new: dict[CallId, ReplayCall] = field(default_factory=dict)
@@ -120,11 +131,13 @@ def replay(
             "nothing written"
         )
     _check_scorers(steps, settings)
+    judge = judge_use(settings)  # the LLM judge loaded (file, rubric, key) before any call
     jobs = [_job(step, teacher, settings.seed) for step in steps for teacher in teachers.teachers]
     out_dir.mkdir(parents=True, exist_ok=True)
     logged = load_calls(out_dir / CALLS_FILE)
     run = _Run(
         settings,
+        judge,
         ScorerResolver(settings.default_scorer),
         CallWriter(out_dir / CALLS_FILE, redactor),
     )
@@ -134,7 +147,7 @@ def replay(
         with _endpoints(teachers, {j.teacher.name for j in todo}, out_dir) as endpoints:
             asyncio.run(_call_all(run, todo, endpoints, keys))
     calls = {j.id: run.new.get(j.id) or logged[j.id] for j in jobs}
-    originals = _score_originals(steps, run)
+    originals = _score_originals(steps, run, calls)
     report = write_outputs(
         out_dir,
         redactor,
@@ -143,6 +156,7 @@ def replay(
         calls=calls,
         new=set(run.new),
         originals=originals,
+        judge=judge,
         settings=settings,
         sources=(str(traces), str(teachers_file), available),
         reused_from=reused_from,
@@ -168,13 +182,13 @@ def _rescored(run: _Run, step: Step, row: ReplayCall) -> ReplayCall:
     """A carried answer scored as this replay scores (verifier, judge, threshold may differ)."""
     if row.status == "malformed" or row.response is None:
         return row
-    item = scoring_item(step, run.settings.judge, run.settings.judge_args)
+    item = scoring_item(step, run.judge)
     clear: dict[str, Any] = {"score": None, "passed": None, "scorer": None, "error": None}
     clear["detail"] = {}
     if item is None:
         scored: dict[str, Any] = {"status": "unscored", "error": "no verifier and no judge"}
     else:
-        args = (run.resolver.resolve(item), item, response_text(row.response))
+        args = (run.resolver.resolve(item), item, scored_text(step, row.response, run.judge))
         scored = score_text(*args, run.settings.pass_threshold)
     return row.model_copy(update={**clear, **scored})
 
@@ -264,7 +278,7 @@ async def _one(run: _Run, client: OpenAIClient, job: Job) -> ReplayCall:
         "model": teacher.requested_model(),
         "request_hash": job.id[3],
     }
-    item = scoring_item(step, run.settings.judge, run.settings.judge_args)
+    item = scoring_item(step, run.judge)
     try:
         body, latency_s = await client.request(job.payload, chat=True)
     except RequestFailed as err:
@@ -282,24 +296,37 @@ async def _one(run: _Run, client: OpenAIClient, job: Job) -> ReplayCall:
         scored: dict[str, Any] = {"status": "unscored", "error": "no verifier and no judge"}
     else:
         scorer = run.resolver.resolve(item)
-        args = (scorer, item, response_text(answer.message), run.settings.pass_threshold)
+        text = scored_text(step, answer.message, run.judge)
+        args = (scorer, item, text, run.settings.pass_threshold)
         scored = score_text(*args) if scorer.inline else await asyncio.to_thread(score_text, *args)
     return answered_row(base, answer, teacher.price, latency_s, scored)
 
 
-def _score_originals(steps: list[Step], run: _Run) -> dict[str, bool | None]:
-    """step key → whether the trace's own response passed (None: not scored)."""
-    out: dict[str, bool | None] = {}
+def _score_originals(
+    steps: list[Step], run: _Run, calls: dict[CallId, ReplayCall]
+) -> OriginalVerdicts:
+    """The trace's own responses, scored as the teachers' answers are (concurrently: a judge
+    waits on HTTP); a step judged pairwise by whether a teacher beat it (`judging.py`)."""
+    use, threshold = run.judge, run.settings.pass_threshold
+    todo = []
     for step in steps:
-        item = scoring_item(step, run.settings.judge, run.settings.judge_args)
-        if item is None:
-            out[step.key] = None
-            continue
-        scored = score_text(
-            run.resolver.resolve(item),
-            item,
-            response_text(step.original),
-            run.settings.pass_threshold,
-        )
-        out[step.key] = scored.get("passed")
-    return out
+        item = None if use.pairwise(step) else scoring_item(step, use)
+        if item is not None:  # resolved here: the resolver builds each scorer once
+            todo.append((step, item, run.resolver.resolve(item)))
+
+    def one(job: tuple[Step, dict[str, Any], Any]) -> dict[str, Any]:
+        step, item, scorer = job
+        return score_text(scorer, item, scored_text(step, step.original, use), threshold)
+
+    with ThreadPoolExecutor(max_workers=run.settings.concurrency) as pool:
+        scored = dict(zip((s.key for s, _, _ in todo), pool.map(one, todo), strict=True))
+    passed: dict[str, bool | None] = {s.key: scored.get(s.key, {}).get("passed") for s in steps}
+    passed |= beaten_originals(steps, calls, use)
+    judged = {s.key for s in steps if use.judges(s)}
+    mine = [v for k, v in scored.items() if k in judged]
+    return OriginalVerdicts(
+        passed,
+        judged=sum(1 for k in judged if passed[k] is not None),
+        judge_errors=sum(1 for v in mine if v["status"] == "scorer_error"),
+        judge_cost_usd=sum(judge_cost(v.get("detail") or {}) for v in mine),
+    )

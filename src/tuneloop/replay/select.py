@@ -10,13 +10,16 @@
   response when it was scored and failed. `{"prompt": prefix, "chosen": [msg], "rejected":
   [msg], "source", "source_id", "chosen_teacher", "rejected_from"}` — TRL's conversational
   preference shape, as `tuneloop train --method dpo` reads. A malformed answer is not a
-  message, so it is never a rejected side.
+  message, so it is never a rejected side. On the steps in `losses_only` (judged pairwise
+  against the original, `judging.py`) a failing answer is a rejected side only when it lost
+  (score 0): a tie with the original says nothing against it.
 
 `TIE_RULE` states how the best passing response is chosen, and is written into the report.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from tuneloop.records.replay import ReplayCall
@@ -47,8 +50,10 @@ def select_rows(
     teachers: TeachersFile,
     calls: dict[CallId, ReplayCall],
     originals: dict[str, bool | None],
+    losses_only: Collection[str] = (),
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(SFT rows, DPO pairs) in step order."""
+    """(SFT rows, DPO pairs) in step order; `losses_only`: step keys whose rejected teacher
+    answers must have scored 0 (see the module docstring)."""
     order = {t.name: i for i, t in enumerate(teachers.teachers)}
     by_step: dict[tuple[str, int], list[ReplayCall]] = {}
     for row in calls.values():
@@ -70,10 +75,12 @@ def select_rows(
                 "score": best.score,
             }
         )
+        strict = step.key in losses_only
         rejected = [
             (c.teacher, c.response)
             for c in step_calls
             if c.status == "ok" and c.passed is False and c.response is not None
+            if not strict or c.score == 0.0
         ]
         if originals.get(step.key) is False:
             rejected.append(("original", step.original))

@@ -33,6 +33,7 @@ from tuneloop.config.load import format_error, line_map
 from tuneloop.config.replay import ReplayConfig
 from tuneloop.errors import InputError, did_you_mean
 from tuneloop.registry import scorers
+from tuneloop.replay.judge_file import judge_file_problems
 
 
 class Price(Section):
@@ -189,7 +190,8 @@ def _missing_keys(raw: list[Any], lines: dict[tuple[str, ...], int]) -> list[str
 
 def check_replay(cfg: ReplayConfig) -> list[tuple[str, str]]:
     """(loop.yaml key, problem) for everything wrong with a `replay:` section that can be
-    known before compute: the teachers file (all its problems), the traces file, the judge."""
+    known before compute: the teachers file (all its problems), the traces file, the judge
+    (and the LLM judge's file, `replay.judge_args.judge`)."""
     found: list[tuple[str, str]] = []
     if cfg.teachers is not None:
         try:
@@ -201,4 +203,5 @@ def check_replay(cfg: ReplayConfig) -> list[tuple[str, str]]:
     for key, name in (("replay.judge", cfg.judge), ("replay.default_scorer", cfg.default_scorer)):
         if name is not None and name not in scorers:
             found.append((key, f"unknown scorer {name!r}{did_you_mean(name, scorers.names())}"))
+    found += judge_file_problems(cfg)
     return found

@@ -249,6 +249,8 @@ def _verdict(cfg: LoopConfig, v: VerdictView | None) -> list[str]:
         "",
     ]
     lines += [f"- {'✓' if c.passed else '✗'} {c.name}: {c.detail}" for c in v.conditions]
+    if v.judge is not None:  # an LLM judge scored the slice: its calibration beside the Δ
+        lines += ["", v.judge.sentence()]
     lines += [
         "",
         f"Bar sealed in the ledger at {v.sealed_at or 'n/a'}, before the post evaluation; "

@@ -84,6 +84,10 @@ class _Condition(Protocol):
     def detail(self) -> str: ...
 
 
+class _JudgeNote(Protocol):
+    def sentence(self) -> str: ...
+
+
 class VerdictView(Protocol):
     """What the capstone shows of a gate verdict (`gate/verdict.json`, read typed)."""
 
@@ -107,3 +111,5 @@ class VerdictView(Protocol):
     def item_ids(self) -> Sequence[str]: ...
     @property
     def warnings(self) -> Sequence[str]: ...
+    @property
+    def judge(self) -> _JudgeNote | None: ...

@@ -10,4 +10,4 @@ judge                 (judge/: an LLM judge, grade or pairwise, for answers with
 scorer. What a scorer is (`ScorerFactory`, `ScoreFn`, `Score`) is core: `tuneloop.plugins`.
 """
 
-from tuneloop.scorers import agent, judge, jsonscore, numeric, python_tests, text  # noqa: F401
+from tuneloop.scorers import agent, jsonscore, judge, numeric, python_tests, text  # noqa: F401

@@ -17,7 +17,9 @@ before anything binds; a busy port exits 3, like `tuneloop serve`. `serve` only 
 such a host: loop.yaml's `serve.host` reaches it through the embedded backend, after `check`.
 The admin routes' token is `$VAR` of `--admin-token-env`, or one generated at each start into
 `--admin-token-file` (default `<log-dir>/admin.token`; 0600); with neither, the admin routes
-are off.
+are off. `--shadow URL --shadow-model NAME` mirrors `--shadow-fraction` of chat requests to a
+challenger (`proxy/mirror.py`); it needs `--log-dir` and a challenger on loopback or at the
+`--upstream`'s origin, else exit 2.
 
 Nothing heavy is imported at module level (FastAPI and aiohttp only when a command runs), so
 `tuneloop --help` stays fast.
@@ -39,6 +41,7 @@ from tuneloop.errors import InputError, require_writable_dir
 from tuneloop.serve.guard import is_loopback
 
 if TYPE_CHECKING:
+    from tuneloop.serve.proxy.mirror import ShadowSettings
     from tuneloop.serve.traffic import TrafficLog
 
 
@@ -196,9 +199,30 @@ def proxy(
     read_timeout: Annotated[
         float, typer.Option(min=1, help="Seconds to wait for the upstream's next byte.")
     ] = 600.0,
+    shadow: Annotated[
+        str | None,
+        typer.Option(
+            help="Mirror sampled chat requests to this challenger (loopback, or the --upstream's "
+            "origin), storing paired answers in LOG_DIR/shadow/; its answers are never served."
+        ),
+    ] = None,
+    shadow_model: Annotated[
+        str | None, typer.Option(help="The model name the --shadow challenger is asked for.")
+    ] = None,
+    shadow_fraction: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of chat requests mirrored (--shadow).")
+    ] = 0.1,
+    shadow_concurrency: Annotated[
+        int,
+        typer.Option(min=1, help="Most mirrors in flight; a sampled request beyond is skipped."),
+    ] = 8,
     port_file: Annotated[str | None, typer.Option(hidden=True)] = None,
 ) -> None:
-    """Proxy http://HOST:PORT/v1 to UPSTREAM, logging traffic and feedback with --log-dir."""
+    """Proxy http://HOST:PORT/v1 to UPSTREAM, logging traffic and feedback with --log-dir.
+
+    With --shadow, a sampled share of chat requests is asked again of a challenger after the
+    user's answer is sent, and both answers are stored for `tuneloop shadow report`.
+    """
     from tuneloop.serve.proxy import ProxySettings, normalize_upstream, run_proxy  # aiohttp
 
     try:
@@ -212,20 +236,69 @@ def proxy(
     admin_token = read_api_key(admin_token_env, "--admin-token-env")
     if admin_token_file is not None:
         admin_token = secrets.token_urlsafe(32)  # new at every start; written once bound
+    upstream_key = read_api_key(upstream_key_env, "--upstream-key-env")
+    mirror = None
+    if shadow is not None or shadow_model is not None:
+        mirror = _shadow(
+            shadow, shadow_model, log_dir, base, upstream_key, shadow_fraction, shadow_concurrency
+        )
+        _check_not_itself(mirror.url, host, port, "--shadow")
     settings = ProxySettings(
         upstream=base,
         max_body_bytes=max_body_bytes,
         api_key=api_key,
-        upstream_key=read_api_key(upstream_key_env, "--upstream-key-env"),
+        upstream_key=upstream_key,
         admin_token=admin_token,
         read_timeout_s=read_timeout,
     )
     log = _open_log(log_dir, max_log_bytes) if log_dir is not None else None
     rc = run_proxy(
-        settings, host=host, port=port, log=log, port_file=port_file, token_file=admin_token_file
+        settings,
+        host=host,
+        port=port,
+        log=log,
+        port_file=port_file,
+        token_file=admin_token_file,
+        shadow=mirror,
     )
     if rc:
         raise typer.Exit(rc)
+
+
+def _shadow(
+    url: str | None,
+    model: str | None,
+    log_dir: Path | None,
+    upstream: str,
+    key: str | None,
+    fraction: float,
+    concurrency: int,
+) -> ShadowSettings:
+    """The mirror's settings from the --shadow options; InputError for a challenger elsewhere
+    than loopback or the upstream's origin, or a missing --shadow-model or --log-dir."""
+    from tuneloop.serve.proxy.mirror import ShadowSettings, check_shadow, shadow_auth
+
+    if url is None:
+        raise InputError("--shadow-model: give --shadow URL, the challenger to mirror to")
+    if model is None:
+        raise InputError("--shadow: give --shadow-model NAME, the challenger's served name")
+    if log_dir is None:
+        raise InputError("--shadow: give --log-dir DIR; the paired answers go to DIR/shadow/")
+    try:
+        base = check_shadow(url, upstream)
+    except InputError as err:
+        text = str(err)
+        raise InputError(text if text.startswith("--shadow") else f"--shadow: {text}") from None
+    require_writable_dir(log_dir / "shadow", "--log-dir")
+    auth = shadow_auth(base, upstream, key)
+    return ShadowSettings(
+        url=base,
+        model=model,
+        log_dir=log_dir,
+        fraction=fraction,
+        concurrency=concurrency,
+        auth=auth,
+    )
 
 
 def _token_file(env_var: str | None, given: Path | None, log_dir: Path | None) -> Path | None:
@@ -246,15 +319,16 @@ def _token_file(env_var: str | None, given: Path | None, log_dir: Path | None) -
     return log_dir / "admin.token"  # --log-dir itself is checked when the log opens
 
 
-def _check_not_itself(upstream: str, host: str, port: int) -> None:
+def _check_not_itself(upstream: str, host: str, port: int, option: str = "--upstream") -> None:
     """An upstream that is the proxy's own address would forward every request to itself
-    until the connection pool runs dry (each client hangs)."""
+    until the connection pool runs dry (each client hangs); a shadow there would mirror
+    into itself."""
     parts = urlsplit(upstream)
     same_host = parts.hostname == host or (is_loopback(parts.hostname) and is_loopback(host))
     default = 443 if parts.scheme == "https" else 80
     if port and same_host and (parts.port or default) == port:
         raise InputError(
-            f"--upstream {upstream}: that is this proxy's own address (--host {host} --port "
+            f"{option} {upstream}: that is this proxy's own address (--host {host} --port "
             f"{port}); name the server to forward to"
         )
 

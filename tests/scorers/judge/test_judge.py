@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -35,8 +34,13 @@ def test_grade_and_its_provenance(fake_judge, tmp_path):
     assert right.cost_usd == pytest.approx((100 * 1.0 + 10 * 10.0) / 1e6)
     assert not right.cached and right.attempts == 1
     sent = fake_judge.bodies[0]
-    assert sent["model"] == "fake-judge" and "user: What is 2 + 2?" in sent["messages"][0]["content"]
-    assert judge.identity.rubric_sha256 == hashlib.sha256((tmp_path / "grade.j2").read_bytes()).hexdigest()
+    assert (
+        sent["model"] == "fake-judge" and "user: What is 2 + 2?" in sent["messages"][0]["content"]
+    )
+    assert (
+        judge.identity.rubric_sha256
+        == hashlib.sha256((tmp_path / "grade.j2").read_bytes()).hexdigest()
+    )
 
 
 def test_the_cache_asks_nothing_twice(fake_judge, tmp_path):
@@ -57,7 +61,9 @@ def _biased(content: str) -> tuple[int, str]:
 def test_both_orders_cancel_position_bias(fake_judge, tmp_path):
     fake_judge.answer = _biased
     judge = load_judge(write_judge(tmp_path, fake_judge.url, mode="pairwise"))
-    pairs = [(str(i), str(i + 1 if i % 2 else i - 1)) for i in range(200)]  # candidate better on odd i
+    pairs = [
+        (str(i), str(i + 1 if i % 2 else i - 1)) for i in range(200)
+    ]  # candidate better on odd i
     single = both = wrong = 0
     for base, cand in pairs:
         p = judge.compare(Q, baseline=base, candidate=cand)
@@ -74,7 +80,9 @@ def test_both_orders_cancel_position_bias(fake_judge, tmp_path):
 def test_preference_table():
     assert preference("B", "A") == "candidate"
     assert preference("A", "B") == "baseline"
-    assert {preference(x, y) for x, y in [("A", "A"), ("B", "B"), ("TIE", "A"), ("B", "TIE")]} == {"tie"}
+    assert {preference(x, y) for x, y in [("A", "A"), ("B", "B"), ("TIE", "A"), ("B", "TIE")]} == {
+        "tie"
+    }
 
 
 def test_prose_is_re_asked_then_a_harness_error(fake_judge, tmp_path):
@@ -159,7 +167,9 @@ def test_judgements_survive_kill_9_and_resume(fake_judge, tmp_path):
 
     fake_judge.answer = slow
     path = write_judge(tmp_path, fake_judge.url)
-    proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(path)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WORKER, str(path)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     for _ in range(10):
         proc.stdout.readline()
@@ -168,7 +178,10 @@ def test_judgements_survive_kill_9_and_resume(fake_judge, tmp_path):
     asked_before = fake_judge.calls
     assert 10 <= asked_before < 40
     judge = load_judge(path)
-    got = [judge.grade([{"role": "user", "content": f"q{i}"}], str(i), reference=str(i)) for i in range(40)]
+    got = [
+        judge.grade([{"role": "user", "content": f"q{i}"}], str(i), reference=str(i))
+        for i in range(40)
+    ]
     assert all(g.value == 1.0 for g in got)
     assert sum(g.cached for g in got) >= 10
     assert fake_judge.calls - asked_before == sum(not g.cached for g in got)  # nothing asked twice

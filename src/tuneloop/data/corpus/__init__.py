@@ -6,7 +6,8 @@ prompt set and preference pairs, and what is in a corpus file.
 
 Modules: `pipeline` (the build, in order, and what it writes), `config` (corpus.yaml),
 `steps` (the row steps: rows, filter, dedup, decontaminate, bands), `training_rows` (a trace
-cut to a training row; preference pairs; GRPO prompt rows), `bands` and `champion_rates`
+cut to a training row; preference pairs; GRPO prompt rows), `judge_cut` (unlabelled rows kept
+by an LLM judge's grade), `bands` and `champion_rates`
 (difficulty bands from a sample log or from the champion's endpoint), `ray` (the per-row
 steps on Ray Data), `stats` (`corpus stats`).
 """

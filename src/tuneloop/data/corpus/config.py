@@ -11,9 +11,10 @@ pure helpers (`dedup`, `decontam`, `training_rows`, `bands`) do not take these m
 steps (`steps.py`) unpack them into plain arguments.
 
 `load_corpus_config` reports the schema's errors, and with them `corpus_problems`' (a
-missing source, suite or sample log, an unknown ingester format or scorer; `config.load`'s
-`semantic`), each naming its YAML key and line: a schema error hides none of them. When the
-schema holds, `tuneloop corpus build` checks its inputs before any work (`corpus.pipeline`).
+missing source, suite, sample log or judge file, an unknown ingester format or scorer;
+`config.load`'s `semantic`), each naming its YAML key and line: a schema error hides none of
+them. When the schema holds, `tuneloop corpus build` checks its inputs before any work
+(`corpus.pipeline`).
 """
 
 from __future__ import annotations
@@ -187,6 +188,17 @@ class PreferenceSpec(Section):
     """Smallest feedback-score gap between chosen and rejected."""
 
 
+class JudgeCutSpec(Section):
+    file: ConfigPath
+    """The judge file (`tuneloop.scorers.judge`: endpoint, model, key variable, price, rubric;
+    mode `grade`) that grades the rows no label speaks for (`corpus/judge_cut.py`)."""
+    min_grade: float | None = Field(default=None, ge=0, le=1)
+    """Keep a judged row when its grade is at least this; None: the judge file's
+    `pass_threshold`."""
+    concurrency: int = Field(default=4, ge=1)
+    """Judge requests in flight at once."""
+
+
 class ExecutorSpec(Section):
     kind: Literal["local", "ray"] = "local"
     """Where the per-row steps run: `local` (this process) or `ray` (Ray Data; `pip install
@@ -217,6 +229,10 @@ class CorpusConfig(Section):
     """Preference pairs from disagreeing feedback."""
     grpo: GrpoSpec = GrpoSpec()
     """The GRPO prompt set (prompt, reference answer, scorer)."""
+    judge: JudgeCutSpec | None = None
+    """Keep unlabelled rows (no feedback, no reference, no correction) by an LLM judge's
+    grade, after decontamination; None: the feedback filter decides them
+    (`filter.keep_unrated`)."""
     seed: int = 0
     """Seed of the final shuffle."""
     executor: ExecutorSpec = ExecutorSpec()
@@ -239,8 +255,8 @@ def resolved_corpus_yaml(path: Path) -> str:
 
 
 def corpus_problems(cfg: CorpusConfig) -> list[tuple[str, str]]:
-    """(key, message) for each input a build would miss: a source, suite or sample log that
-    does not exist, an ingester format or a scorer that is not registered."""
+    """(key, message) for each input a build would miss: a source, suite, sample log or judge
+    file that does not exist, an ingester format or a scorer that is not registered."""
     out = []
     for i, s in enumerate(cfg.sources):
         if not (s.path.is_file() or s.path.is_dir()):
@@ -259,4 +275,6 @@ def corpus_problems(cfg: CorpusConfig) -> list[tuple[str, str]]:
     name = cfg.grpo.scorer
     if name is not None and name not in scorers:
         out.append(("grpo.scorer", f"unknown scorer {name!r}{did_you_mean(name, scorers.names())}"))
+    if cfg.judge is not None and not cfg.judge.file.is_file():
+        out.append(("judge.file", f"{cfg.judge.file}: judge file not found"))
     return out

@@ -18,15 +18,18 @@ Run: `tuneloop corpus build examples/arith/corpus.yaml --out runs/corpus`, or fr
 7. decontamination against every configured suite (also applied to preference pairs and
    GRPO prompts), with the recall audit: disguised suite items planted as canaries, recall
    per disguise reported, `decontaminate.audit.min_recall` enforced (`decontam/audit.py`);
-8. difficulty bands (optional): pass rates from a sample log or sampled from the champion's
-   endpoint (`bands.champion`), e.g. keeping 0 < pass rate < 1 for GRPO; 9. seeded shuffle.
+8. the judge cut (optional, `judge:`): rows no label speaks for, kept by an LLM judge's grade
+   (`judge_cut.py`; the feedback filter leaves them to it);
+9. difficulty bands (optional): pass rates from a sample log or sampled from the champion's
+   endpoint (`bands.champion`), e.g. keeping 0 < pass rate < 1 for GRPO; 10. seeded shuffle.
 Every removed row is listed in `removed.jsonl` with its step and reason. `traces.jsonl` holds
 every ingested trace, scrubbed, as canonical `tuneloop.trace/1` records (before the filter,
 dedup and decontamination: it is what the replay phase replays, and the loop decontaminates
 the replay's outputs instead). `provenance.json`
 records the source files with sha256, the count after every step, every parameter, the
-scrub counts, the per-suite decontamination report, the output hashes, the executor and what
-made the near-dup signatures (rensa version and algorithm version, seed, bands).
+scrub counts, the per-suite decontamination report, the judge cut (which judge, asked, kept,
+dropped, errors, cost), the output hashes, the executor and what made the near-dup
+signatures (rensa version and algorithm version, seed, bands).
 
 `executor.kind: ray` (or `--executor ray`) runs the per-row steps (scrub, row cut, MinHash
 signatures) on Ray Data and everything order-dependent here, with byte-identical outputs;
@@ -45,6 +48,7 @@ from typing import Any, Literal
 
 from tuneloop.data.corpus.champion_rates import OUTSIDE_LOOP
 from tuneloop.data.corpus.config import CorpusConfig, load_corpus_config
+from tuneloop.data.corpus.judge_cut import apply_judge, judge_problems
 from tuneloop.data.corpus.ray import import_ray, row_pass
 from tuneloop.data.corpus.steps import (
     Build,
@@ -115,7 +119,7 @@ def build_corpus(
         raise InputError(f"{config_path}: {OUTSIDE_LOOP}")
     out_dir = Path(out_dir)
     _check_outputs(cfg, config_path, out_dir)
-    with _Progress(progress, total=9) as step:
+    with _Progress(progress, total=9 + (cfg.judge is not None)) as step:
         step("ingest")
         traces, rejects, sources = _ingest(cfg)
         _check_records(cfg, sources)
@@ -134,12 +138,7 @@ def build_corpus(
         b = start_build(made if made is not None else map(row_or_id, traces), cfg)
         b.rejects, b.sources, b.scrubber = rejects, sources, scrub
         b.traces, b.trace_lines, b.signatures, b.executor = traces, trace_lines, signed, ran
-        step("filter")
-        b.drop("filter", feedback_gone(b.rows, cfg.filter.min_score, cfg.filter.keep_unrated))
-        step("dedup")
-        remove_duplicates(b, cfg)
-        step("decontaminate")
-        remove_contaminated(b, cfg)
+        _cut_rows(b, cfg, step)
         step("bands")
         if cfg.bands is not None:
             apply_bands(b, cfg, champion)
@@ -148,6 +147,23 @@ def build_corpus(
         b.counts["shuffle"] = len(b.rows)
         step("write")
         return _write(out_dir, cfg, config_path, b)
+
+
+def _cut_rows(b: Build, cfg: CorpusConfig, step: Callable[[str], None]) -> None:
+    """Filter, dedup, decontaminate, and the judge cut last: only the survivors of the cheap
+    steps cost judge calls, and no suite item is ever shown to the judge."""
+    step("filter")
+    spare = cfg.judge is not None  # unlabelled rows are the judge's to decide
+    f = cfg.filter
+    gone = feedback_gone(b.rows, f.min_score, f.keep_unrated, spare_unlabelled=spare)
+    b.drop("filter", gone)
+    step("dedup")
+    remove_duplicates(b, cfg)
+    step("decontaminate")
+    remove_contaminated(b, cfg)
+    if cfg.judge is not None:
+        step("judge")
+        apply_judge(b, cfg.judge)
 
 
 def _lsh(cfg: CorpusConfig) -> LshParams:
@@ -179,6 +195,8 @@ def _check_inputs(cfg: CorpusConfig, config_path: Path) -> None:
     if cfg.bands is not None and cfg.bands.sample_log and not cfg.bands.sample_log.exists():
         missing.append(f"bands.sample_log: {cfg.bands.sample_log} not found (run `tuneloop eval`)")
     missing += _unknown_scorers(cfg)
+    if cfg.judge is not None:
+        missing += judge_problems(cfg.judge)
     if cfg.executor.kind == "ray":
         try:
             import_ray()
@@ -212,6 +230,8 @@ def _check_outputs(cfg: CorpusConfig, config_path: Path, out_dir: Path) -> None:
     inputs += [f for spec in cfg.sources for f in source_files(spec.path)]
     if cfg.bands is not None and cfg.bands.sample_log:
         inputs.append(cfg.bands.sample_log)
+    if cfg.judge is not None:
+        inputs.append(cfg.judge.file)
     refuse_overwriting_inputs([("out_dir", out_dir / name) for name in OUTPUT_FILES], inputs)
 
 
@@ -300,6 +320,7 @@ def _write(out_dir: Path, cfg: CorpusConfig, config_path: Path, b: Build) -> Cor
             "by_origin": dict(Counter(r.reference.origin for r in b.prompts if r.reference)),
         },
         "decontamination_audit": b.audit,
+        "judge": b.judge_cut,
         "outputs": outputs,
         "executor": b.executor,
         "near_dedup": sketch_info(_lsh(cfg)) if cfg.dedup.near else None,

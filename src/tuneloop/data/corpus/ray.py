@@ -17,8 +17,9 @@ What runs where, and why:
   pairs and GRPO candidates (grouped by prompt), the feedback filter, exact dedup (first
   occurrence wins), the LSH banding pass of near-dup (a row is removed when it collides with
   an *earlier kept* row: order-dependent by definition), decontamination and its recall audit
-  (one index over the suites, canaries planted with a seeded draw), difficulty bands, the
-  seeded final shuffle and the writes. They are the same code as the local executor's.
+  (one index over the suites, canaries planted with a seeded draw), the judge cut (its
+  requests wait on HTTP, not on CPU: a thread pool here, `judge_cut.py`), difficulty bands,
+  the seeded final shuffle and the writes. They are the same code as the local executor's.
 
 So the outputs are byte-identical to the local executor's on the same input: the per-row
 values are identical wherever computed (the signature is rensa's seeded R-MinHash of the row's

@@ -1,7 +1,8 @@
 """The corpus build's row steps (rows, filter, dedup, decontaminate, bands) and their state.
 
-`pipeline.build_corpus` runs them in that order on one `Build`; each step removes rows by index
-through `Build.drop` / `Build.drop_prompts`, which record why in removed.jsonl.
+`pipeline.build_corpus` runs them in that order on one `Build` (with the judge cut,
+`judge_cut.py`, between decontaminate and bands); each step removes rows by index through
+`Build.drop` / `Build.drop_prompts`, which record why in removed.jsonl.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class Build:
     signatures: dict[int, Any] | None = None
     """Each row's MinHash signature by `id(row)` when the Ray executor computed them with
     the rows; None: the near-dup step computes them."""
+    judge_cut: dict[str, Any] | None = None
+    """What the judge cut asked, kept and dropped, and at what cost (provenance.json
+    `judge`); None without `judge:`."""
 
     def drop_prompts(self, step: str, gone: dict[int, str]) -> None:
         """Remove GRPO prompts by index, recording why (step `grpo_<step>`)."""
@@ -118,11 +122,16 @@ def start_build(made: Iterable[Row | tuple[str, str]], cfg: CorpusConfig) -> Bui
     return b
 
 
-def feedback_gone(rows: list[Row], min_score: float | None, keep_unrated: bool) -> dict[int, str]:
-    """index → reason for every row the feedback filter removes."""
+def feedback_gone(
+    rows: list[Row], min_score: float | None, keep_unrated: bool, *, spare_unlabelled: bool = False
+) -> dict[int, str]:
+    """index → reason for every row the feedback filter removes. `spare_unlabelled`: leave
+    rows no label speaks for (no feedback, no reference) to the judge cut."""
     gone = {}
     for i, r in enumerate(rows):
         if r.score is None:
+            if spare_unlabelled and r.reference is None:
+                continue
             if not keep_unrated:
                 gone[i] = "unrated (filter.keep_unrated is false)"
         elif min_score is not None and r.score < min_score:

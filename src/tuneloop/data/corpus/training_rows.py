@@ -48,6 +48,21 @@ class RowReference:
         return out
 
 
+@dataclass(frozen=True)
+class RowJudgement:
+    """The LLM judge's grade of an unlabelled row's answer, with the judge that gave it
+    (`judge_cut.py`); written into the row as `judge`."""
+
+    grade: float
+    model: str
+    """The judge's model id."""
+    rubric_sha256: str
+    """sha256 of the rubric it graded by."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"grade": self.grade, "model": self.model, "rubric_sha256": self.rubric_sha256}
+
+
 @dataclass
 class Row:
     """One candidate SFT row with its keys."""
@@ -67,6 +82,8 @@ class Row:
     """The model's own final message, when a user's correction replaced it."""
     reference: RowReference | None = None
     """The verifiable answer the trace carries (see module docstring)."""
+    judged: RowJudgement | None = None
+    """The judge's grade, when the judge cut kept this unlabelled row."""
 
     @property
     def text(self) -> str:
@@ -87,6 +104,8 @@ class Row:
         if self.band is not None:
             out["band"] = self.band
             out["pass_rate"] = self.pass_rate
+        if self.judged is not None:
+            out["judge"] = self.judged.to_json()
         return out
 
 

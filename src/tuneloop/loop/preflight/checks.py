@@ -23,6 +23,7 @@ from tuneloop.loop.portfolio.preflight import portfolio_problems
 from tuneloop.loop.preflight.capacity import check_memory
 from tuneloop.loop.preflight.findings import Findings
 from tuneloop.loop.preflight.gate_power import check_power
+from tuneloop.loop.preflight.judge import check_judge, judge_attenuation, judged
 from tuneloop.loop.preflight.model import check_model
 from tuneloop.loop.validation_slice import validation_slice_problems
 from tuneloop.registry import Registry, scorers, serve_backends, trainers
@@ -78,6 +79,7 @@ def preflight(cfg: LoopConfig) -> Findings:
     _check_training(cfg, found)
     _check_flywheel(cfg, found)
     suite = _load_suite(cfg, found)
+    check_judge(cfg, suite, found)
     _check_challenger(cfg, found, suite)
     refused = len(found.errors)
     tokens = check_model(cfg, suite, found)
@@ -88,7 +90,8 @@ def preflight(cfg: LoopConfig) -> Findings:
     if suite is not None:
         gate_items = _check_slices(cfg, suite, found)
         if gate_items:
-            check_power(cfg, gate_items, found)
+            judge = judge_attenuation(cfg) if judged(cfg, suite) else None
+            check_power(cfg, gate_items, found, judge)
             _check_item_changes(cfg, found)
     return found
 

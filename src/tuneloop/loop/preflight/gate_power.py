@@ -5,7 +5,8 @@ The MDE is one-sided at gate.alpha with `POWER` (Miller 2024; the formula of
 (one look per item, `tuneloop.loop.integrity.next_gate_items`), not the whole slice. The spread
 of item differences comes from the round's own eval_pre log when it exists, else from the
 conservative `ASSUMED_SD_DIFF`. `checks.preflight` runs `check_power` once the gate slice's size
-is known.
+is known. A gate scored by an LLM judge is powered in true pass rate: the MDE divided by the
+judge's Youden J (`preflight/judge.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tuneloop.errors import InputError
 from tuneloop.loop.integrity import next_gate_items
 from tuneloop.loop.layout import RunLayout
 from tuneloop.loop.preflight.findings import Findings
+from tuneloop.loop.preflight.judge import Attenuation
 from tuneloop.samplelog import SUMMARY_FILE
 
 if TYPE_CHECKING:
@@ -80,9 +82,10 @@ def gate_items_needed(effect: float, sd_diff: float, alpha: float, power: float 
     return max(1, math.ceil((_z_sum(alpha, power) * sd_diff / effect) ** 2))
 
 
-def check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
+def check_power(cfg: LoopConfig, n: int, found: Findings, judge: Attenuation | None = None) -> None:
     """Warn when the items the gate will judge — the fresh ones of its `n`-item slice — are
-    too few to detect an improvement of gate.margin."""
+    too few to detect an improvement of gate.margin; with an LLM judge's calibration
+    (`judge`), in true pass rate: the MDE as the judge scores, divided by its J."""
     g = cfg.gate
     try:
         fresh = len(next_gate_items(cfg))
@@ -106,11 +109,14 @@ def check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
     if alpha is None:
         return
     sd, source = _sd_diff(cfg)
-    mde = gate_mde(fresh, sd, alpha)
+    j = 1.0 if judge is None else judge.j
+    mde = gate_mde(fresh, sd, alpha) / j if j > 0 else math.inf
     if mde <= g.margin:
         return
-    if g.margin > 0:
-        need = gate_items_needed(g.margin, sd, alpha)
+    if j <= 0:
+        advice = "The judge's J ≤ 0: it cannot show any difference; calibrate a better judge"
+    elif g.margin > 0:
+        need = gate_items_needed(g.margin * j, sd, alpha)
         advice = f"Detecting Δ = margin needs {need} gate items{_suite_size(cfg, need, fresh, n)}"
     else:
         advice = (
@@ -123,7 +129,8 @@ def check_power(cfg: LoopConfig, n: int, found: Findings) -> None:
         f"one-sided alpha {alpha:.3g} with {POWER:.0%} power the minimum "
         f"detectable effect is Δ = {mde:.3f}, above the margin {g.margin:g}; a true "
         "improvement between the two will most often be rejected as not significant. "
-        f"{advice}. sd of item differences {sd:.3f}, {source}",
+        f"{advice}. sd of item differences {sd:.3f}, {source}"
+        + ("" if judge is None else f"; Δ in true pass rate through {judge.source}"),
     )
 
 

@@ -17,7 +17,8 @@ A round is held when MDE > `flywheel.triggers.power_factor` × the target effect
 real improvement of that size "not significant" is compute spent on a decision it cannot
 make. The hold names what releases it: the gate items needed (a larger `suite.rolling.gate_size`,
 items with new ids in the suite) or a new suite revision. A margin of 0 with no target sets no
-effect to detect: the MDE is reported and nothing is held.
+effect to detect: the MDE is reported and nothing is held. A gate scored by a calibrated LLM
+judge is powered in true pass rate: the MDE divided by the judge's Youden J.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from tuneloop.gate.ledger import open_ledger
 from tuneloop.loop.integrity import next_gate_items
 from tuneloop.loop.layout import RunLayout, ledger_path
 from tuneloop.loop.preflight.gate_power import POWER, gate_items_needed, gate_mde, pilot_spread
+from tuneloop.loop.preflight.judge import gate_attenuation
 from tuneloop.loop.rounds.lineage import round_config, round_layout
 from tuneloop.loop.rounds.preview import preview_round
 from tuneloop.samplelog import SUMMARY_FILE
@@ -92,11 +94,18 @@ def round_power(rcfg: LoopConfig, pilot: Path | None, alpha: float) -> GatePower
     triggers = rcfg.flywheel.triggers
     items = len(next_gate_items(rcfg))
     sd, source = pilot_spread(pilot, rcfg.gate.metric)
-    mde = gate_mde(items, sd, alpha) if items else float("inf")
+    judge = gate_attenuation(rcfg)  # an LLM judge's error: the MDE in true pass rate
+    j = 1.0 if judge is None else judge.j
+    mde = gate_mde(items, sd, alpha) / j if items and j > 0 else float("inf")
+    if judge is not None:
+        source += f"; through {judge.source}"
     target = triggers.target_effect or (rcfg.gate.margin or None)
     factor = triggers.power_factor
     judged = target is not None and factor is not None
     held = judged and mde > factor * target  # type: ignore[operator]
+    needed = None
+    if judged and j > 0:
+        needed = gate_items_needed(factor * target * j, sd, alpha)  # type: ignore[operator]
     return GatePower(
         slice=rcfg.gate.slice,
         items=items,
@@ -106,7 +115,7 @@ def round_power(rcfg: LoopConfig, pilot: Path | None, alpha: float) -> GatePower
         mde=mde,
         target=target,
         factor=factor,
-        needed=gate_items_needed(factor * target, sd, alpha) if judged else None,  # type: ignore[operator]
+        needed=needed,
         held=held,
     )
 

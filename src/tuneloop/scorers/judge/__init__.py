@@ -8,10 +8,12 @@
 `spec.py` the judge file (endpoint, model, key variable, price, rubric, mode, calibration);
 `rubric.py` the Jinja2 rubric; `parse.py` strict reading of a judgement; `cache.py` the
 judgements by request hash (SQLite); `judge.py` asking (retries, re-asks, both orders);
-`scorer.py` the registered `judge` scorer. How well a judge agrees with people is measured by
+`scorer.py` the registered `judge` scorer; `gating.py` whether a judge's calibration lets it
+decide a gate. How well a judge agrees with people is measured by
 `tuneloop judge calibrate` (`stats/rater.py`), and the gate carries that error into its power.
 """
 
+from tuneloop.scorers.judge.gating import gating_refusal, read_calibration
 from tuneloop.scorers.judge.judge import (
     Judge,
     JudgeError,
@@ -26,12 +28,11 @@ from tuneloop.scorers.judge.judge import (
 from tuneloop.scorers.judge.parse import Unparsable, parse_grade, parse_verdict
 from tuneloop.scorers.judge.rubric import Rubric, load_rubric, prompt_text
 from tuneloop.scorers.judge.scorer import item_messages, judge_configured, judge_for
-from tuneloop.scorers.judge.spec import JudgeIdentity, JudgeSpec, default_cache, load_judge_spec
+from tuneloop.scorers.judge.spec import JudgeSpec, default_cache, load_judge_spec
 
 __all__ = [
     "Judge",
     "JudgeError",
-    "JudgeIdentity",
     "JudgeRefused",
     "JudgeSpec",
     "JudgeUnavailable",
@@ -41,6 +42,7 @@ __all__ = [
     "Rubric",
     "Unparsable",
     "default_cache",
+    "gating_refusal",
     "item_messages",
     "judge_configured",
     "judge_for",
@@ -51,4 +53,5 @@ __all__ = [
     "parse_verdict",
     "preference",
     "prompt_text",
+    "read_calibration",
 ]

@@ -64,10 +64,10 @@ class JudgeCache:
         return conn
 
     def get(self, request_hash: str) -> CachedCall | None:
-        row = self._conn().execute(
-            "SELECT text, prompt_tokens, completion_tokens FROM judgements WHERE request_hash = ?",
-            (request_hash,),
-        ).fetchone()
+        query = (
+            "SELECT text, prompt_tokens, completion_tokens FROM judgements WHERE request_hash = ?"
+        )
+        row = self._conn().execute(query, (request_hash,)).fetchone()
         if row is None:
             return None
         return CachedCall(row["text"], row["prompt_tokens"], row["completion_tokens"])

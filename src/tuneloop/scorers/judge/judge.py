@@ -36,10 +36,11 @@ import httpx
 
 from tuneloop.client import REFUSED_STATUS, RETRY_STATUS, api_base, backoff_delay
 from tuneloop.envkeys import Redactor, read_api_key
+from tuneloop.records.judge import JudgeIdentity
 from tuneloop.scorers.judge.cache import CachedCall, JudgeCache
 from tuneloop.scorers.judge.parse import Unparsable, parse_grade, parse_verdict
 from tuneloop.scorers.judge.rubric import Rubric, load_rubric, prompt_text
-from tuneloop.scorers.judge.spec import JudgeIdentity, JudgeSpec, default_cache, load_judge_spec
+from tuneloop.scorers.judge.spec import JudgeSpec, default_cache, load_judge_spec
 
 
 class JudgeError(Exception):
@@ -141,8 +142,13 @@ class Judge:
         content = self.rubric.grade(prompt_text(messages), response, reference or "")
         got = self._ask(content, parse_grade)
         return Judgement(
-            got.value, got.text, self._cost(got), got.cached,
-            got.prompt_tokens, got.completion_tokens, got.attempts,
+            got.value,
+            got.text,
+            self._cost(got),
+            got.cached,
+            got.prompt_tokens,
+            got.completion_tokens,
+            got.attempts,
         )
 
     def compare(
@@ -155,7 +161,9 @@ class Judge:
         costs = [self._cost(first), self._cost(second)]
         total = None if None in costs else sum(c for c in costs if c is not None)
         return Preference(
-            preference(first.value, second.value), (first.value, second.value), total,
+            preference(first.value, second.value),
+            (first.value, second.value),
+            total,
             first.cached and second.cached,
         )
 
@@ -172,8 +180,14 @@ class Judge:
             ).hexdigest()
             hit = self.cache.get(key)
             if hit is not None:
-                return _Call(parse(hit.text), hit.text, True, hit.prompt_tokens,
-                             hit.completion_tokens, attempt + 1)
+                return _Call(
+                    parse(hit.text),
+                    hit.text,
+                    True,
+                    hit.prompt_tokens,
+                    hit.completion_tokens,
+                    attempt + 1,
+                )
             text, usage = self._post(payload)
             try:
                 value = parse(text)
@@ -220,7 +234,9 @@ class Judge:
             if answer.status_code not in RETRY_STATUS:
                 raise JudgeUnavailable(self._redact(f"judge {self.spec.model!r}: {error}"))
         raise JudgeUnavailable(
-            self._redact(f"judge {self.spec.model!r}: {error} (after {self.spec.max_retries} retries)")
+            self._redact(
+                f"judge {self.spec.model!r}: {error} (after {self.spec.max_retries} retries)"
+            )
         )
 
 
@@ -245,5 +261,3 @@ def load_judge(path: Path, *, check_env: bool = True) -> Judge:
     rubric = load_rubric(spec.rubric, spec.mode)
     api_key = read_api_key(spec.api_key_env, f"{path}: api_key_env") if check_env else None
     return Judge(spec, rubric, JudgeCache(spec.cache or default_cache(path)), api_key)
-
-

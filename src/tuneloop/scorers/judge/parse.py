@@ -43,7 +43,7 @@ def parse_grade(text: str) -> float:
 
 
 def parse_verdict(text: str) -> str:
-    """"A", "B" or "TIE" from the judgement's last line; Unparsable otherwise."""
+    """ "A", "B" or "TIE" from the judgement's last line; Unparsable otherwise."""
     line = _last_line(text)
     found = _VERDICT.match(line)
     if found is None:

@@ -67,7 +67,9 @@ def load_rubric(path: Path, mode: str) -> Rubric:
         line = getattr(err, "lineno", None)
         where = f"{path}:{line}" if line else str(path)
         known = ", ".join(_VARIABLES[mode])
-        raise InputError(f"{where}: rubric template error: {err} ({mode} rubrics see: {known})") from None
+        raise InputError(
+            f"{where}: rubric template error: {err} ({mode} rubrics see: {known})"
+        ) from None
     if not rendered.strip():
         raise InputError(f"{path}: the rubric renders to nothing")
     return rubric

@@ -68,7 +68,9 @@ def judge_scorer(judge: str | Path | None = None) -> ScoreFn:
             pref = loaded.compare(item_messages(item), str(reference), completion)
             value, raw, cost, cached = pref.value, "/".join(pref.orders), pref.cost_usd, pref.cached
         else:
-            got = loaded.grade(item_messages(item), completion, None if reference is None else str(reference))
+            got = loaded.grade(
+                item_messages(item), completion, None if reference is None else str(reference)
+            )
             value, raw, cost, cached = got.value, got.raw[-300:], got.cost_usd, got.cached
         return Score(
             value,

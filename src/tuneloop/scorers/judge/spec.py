@@ -13,24 +13,22 @@ it must be to gate.
 `load_judge_spec(path)` reports every problem at once with its YAML key and line (the same
 reader as loop.yaml and the teachers file): the schema's, a rubric file that does not exist,
 and — when a run needs the machine (`check_env`) — an `api_key_env` that is unset or empty.
-`JudgeIdentity` is what a judgement's provenance names: the model, the endpoint, the mode and
-the sha256 of the rubric and of the judge file; a calibration record is valid only for the
-identity it measured.
+A judge's `JudgeIdentity` (core: `records.judge`) is what a judgement's provenance names — the
+model, the endpoint, the mode, the rubric's sha256 and the pass threshold; a calibration
+record holds only for the identity it measured.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from tuneloop.config import ConfigPath, Section, read_yaml
 from tuneloop.config.load import format_error, line_map
 from tuneloop.errors import InputError
-
-JudgeMode = Literal["grade", "pairwise"]
+from tuneloop.records.judge import JudgeMode
 
 
 class JudgePrice(Section):
@@ -98,23 +96,6 @@ class JudgeSpec(Section):
         return value
 
 
-class JudgeIdentity(BaseModel):
-    """What a judgement's provenance names; a calibration holds for exactly this identity."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str
-    """The judge's model id."""
-    endpoint: str
-    """Where it was asked."""
-    mode: JudgeMode
-    """grade or pairwise."""
-    rubric_sha256: str
-    """sha256 of the rubric template's bytes."""
-    pass_threshold: float
-    """The grade at which an answer passes."""
-
-
 def load_judge_spec(path: Path, *, check_env: bool = True) -> JudgeSpec:
     """Read and validate a judge file; one InputError listing every problem (key and line).
     `check_env`: also that `api_key_env` is set (what a run needs of this machine)."""
@@ -131,7 +112,9 @@ def load_judge_spec(path: Path, *, check_env: bool = True) -> JudgeSpec:
         errors.append(f"{_where(lines, 'rubric')}: {spec.rubric}: rubric file not found")
     var = data.get("api_key_env")
     if check_env and isinstance(var, str) and not os.environ.get(var):
-        errors.append(f"{_where(lines, 'api_key_env')}: environment variable {var} is not set or empty")
+        errors.append(
+            f"{_where(lines, 'api_key_env')}: environment variable {var} is not set or empty"
+        )
     if errors or spec is None:
         raise InputError(f"{path}: {len(errors)} error(s)\n  " + "\n  ".join(errors))
     return spec

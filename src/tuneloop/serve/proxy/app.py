@@ -38,8 +38,10 @@ from tuneloop.records import atomic_write_text
 from tuneloop.serve.api_error import ApiError
 from tuneloop.serve.guard import BrowserGuard, is_loopback, own_host
 from tuneloop.serve.lifecycle import EXIT_BIND, bind
-from tuneloop.serve.proxy.forward import Proxy, ProxySettings, check_bearer, normalize_upstream
+from tuneloop.serve.proxy.forward import Proxy, ProxySettings, check_bearer
+from tuneloop.serve.proxy.mirror import Mirror, ShadowSettings
 from tuneloop.serve.proxy.relay import send_error
+from tuneloop.serve.proxy.urls import normalize_upstream
 from tuneloop.serve.traffic import TrafficLog, TrafficMiddleware, install_traffic
 
 FORWARDED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -248,11 +250,13 @@ def run_proxy(
     log: TrafficLog | None,
     port_file: str | None = None,
     token_file: Path | None = None,
+    shadow: ShadowSettings | None = None,
 ) -> int:
     """Bind and serve; the exit status (3: the port is busy). The admin token is written to
-    `token_file` (0600, before the port file) once bound. On SIGTERM/SIGINT in-flight
-    requests get 30 s to finish and the log is closed (at the app's shutdown), then uvicorn
-    re-raises the signal, so the process ends as killed by it (143 for SIGTERM)."""
+    `token_file` (0600, before the port file) once bound. With `shadow`, sampled chat requests
+    are mirrored to a challenger (`mirror.py`). On SIGTERM/SIGINT in-flight requests get 30 s
+    to finish and the log is closed (at the app's shutdown), then uvicorn re-raises the
+    signal, so the process ends as killed by it (143 for SIGTERM)."""
     import uvicorn
 
     try:
@@ -270,8 +274,11 @@ def run_proxy(
         write_token(token_file, settings.admin_token)
     if port_file:
         atomic_write_text(Path(port_file), f"{bound}\n")
-    app = create_proxy_app(Proxy(settings), log, host=host)
+    mirror = Mirror(shadow) if shadow is not None else None
+    app = create_proxy_app(Proxy(settings, mirror), log, host=host)
     where = f" logging to {log.path}" if log is not None else ""
+    if shadow is not None:
+        where += f"; mirroring {shadow.fraction:g} of chat requests to {shadow.model!r}"
     if token_file is not None:
         where += f"; admin token in {token_file}"
     print(

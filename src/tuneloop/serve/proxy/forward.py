@@ -41,6 +41,10 @@ service does for its own servers, which all take the same key), so that a switch
 authorized one — never hands the key to a listener nobody configured for it. A switched-in
 upstream without it gets no `Authorization` at all.
 
+Shadow mirroring (`--shadow`, `mirror.py`): with a `Mirror`, a sampled chat request's answer
+is copied as it is relayed, and the same request is asked of a challenger in the background
+once the user's answer is out; its answer is stored beside the champion's, never served.
+
 Errors are OpenAI-style bodies: an unreachable upstream is a 502 naming the reason (a network
 error before the first response byte — a refused connect, a pooled connection the upstream
 had just closed — is retried once first), a timeout a 504, a body over `--max-body-bytes` a
@@ -64,18 +68,20 @@ import logging
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import aiohttp
 from starlette.types import Receive, Scope, Send
 from yarl import URL
 
-from tuneloop.errors import InputError
 from tuneloop.serve.api_error import ApiError
 from tuneloop.serve.proxy.relay import HOP_BY_HOP, read_body, reason, relay, send_error
+from tuneloop.serve.proxy.urls import normalize_upstream, origin
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+
+    from tuneloop.serve.proxy.mirror import Mirror
 
 # ASGI gives header names in lower case, as bytes
 DROP_REQUEST = frozenset(
@@ -108,18 +114,6 @@ class ProxySettings:
     read_timeout_s: float = 600.0
     """Longest wait for the next byte from the upstream (a long generation)."""
     max_connections: int = 512
-
-
-def normalize_upstream(url: str) -> str:
-    """`http(s)://host[:port][/prefix]` without a trailing `/` or `/v1`; InputError otherwise."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InputError(f"upstream {url!r}: expected an http:// or https:// URL with a host")
-    if parts.query or parts.fragment:
-        raise InputError(f"upstream {url!r}: a base URL takes no query or fragment")
-    path = parts.path.rstrip("/")
-    path = path[: -len("/v1")] if path.endswith("/v1") else path
-    return f"{parts.scheme}://{parts.netloc}{path}"
 
 
 Models = tuple[tuple[str, str], ...]
@@ -162,8 +156,10 @@ class Upstream:
 class Proxy:
     """Forwards requests to the current upstream (see module docstring)."""
 
-    def __init__(self, settings: ProxySettings) -> None:
+    def __init__(self, settings: ProxySettings, mirror: Mirror | None = None) -> None:
         self.settings = settings
+        self.mirror = mirror
+        """Shadow mirroring of sampled chat requests to a challenger (`mirror.py`), or None."""
         self._lock = threading.Lock()  # switch() may be called from another thread
         self._upstreams: dict[tuple[str, Models], Upstream] = {}
         self._current = self._get(normalize_upstream(settings.upstream))
@@ -282,6 +278,10 @@ class Proxy:
         if auth is not None:
             headers.append(("authorization", auth))
         upstream.in_flight += 1
+        mirror = self.mirror
+        ticket = mirror.ticket(scope, body) if mirror is not None else None
+        if ticket is not None:  # a copy of the answer for the mirror, started once it is sent
+            send = ticket.capturing(send)
         try:
             try:
                 answer = await self._send(upstream, scope, headers, upstream.renamed(body))
@@ -291,6 +291,8 @@ class Proxy:
             await relay(answer, upstream.url, receive, send)
         finally:
             upstream.in_flight -= 1
+            if mirror is not None and ticket is not None:
+                mirror.launch(ticket)  # after the answer's last byte: never in the user's way
 
     def _headers(self, raw: list[tuple[bytes, bytes]]) -> tuple[list[tuple[str, str]], str | None]:
         """The headers sent upstream but `authorization`, and the client's own `authorization`
@@ -350,6 +352,8 @@ class Proxy:
         status below 500 counts: a hosted API has no /health but is up), in-flight counts."""
         upstream = self._current.url
         body: dict[str, Any] = {"upstream": upstream, "in_flight": self.in_flight()}
+        if self.mirror is not None:
+            body["shadow"] = self.mirror.health()
         try:
             timeout = aiohttp.ClientTimeout(total=5.0)
             async with self._session().get(f"{upstream}/health", timeout=timeout) as answer:
@@ -362,10 +366,12 @@ class Proxy:
         return 200, {**body, "status": "ok"}
 
     async def aclose(self) -> None:
-        """Close this loop's session (others' loops close theirs)."""
+        """Close this loop's session (others' loops close theirs), and the mirror's."""
         session = self._sessions.pop(asyncio.get_running_loop(), None)
         if session is not None:
             await session.close()
+        if self.mirror is not None:
+            await self.mirror.aclose()
 
 
 def _inside_v1(scope: Scope) -> None:
@@ -380,13 +386,6 @@ def _inside_v1(scope: Scope) -> None:
             status=400,
             code="invalid_path",
         )
-
-
-def origin(url: str) -> str:
-    """`scheme://host:port` of a URL, the port spelled out (what a key belongs to)."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return f"{parts.scheme}://{parts.hostname}:{port}"
 
 
 def _unreachable(upstream: Upstream, err: Exception) -> ApiError:
