@@ -48,6 +48,8 @@ def test_judge_grades_are_the_scores(fake_server, fake_judge, small_suite, tmp_p
     detail = rows[0]["detail"]
     assert detail["judge"] == "fake-judge" and len(detail["rubric_sha256"]) == 64
     assert detail["judge_cost_usd"] == pytest.approx(200 / 1e6)
+    assert summary.judge is not None and summary.judge.model == "fake-judge"
+    assert summary.judge_cost_usd == pytest.approx(30 * 200 / 1e6)
     for f in (tmp_path / "run").iterdir():
         assert KEY not in f.read_text()
     # the same eval again into a new folder asks the judge nothing: every judgement is cached
@@ -73,3 +75,14 @@ def test_a_refusing_judge_stops_the_eval(fake_server, fake_judge, small_suite, t
     judge_file = write_judge(tmp_path / "judge", fake_judge.url)
     with pytest.raises(InputError, match="judge refused"):
         _eval(fake_server, _judged(small_suite, tmp_path), tmp_path / "run", judge_file)
+
+
+def test_a_resume_with_another_rubric_is_refused(fake_server, fake_judge, small_suite, tmp_path):
+    judge_file = write_judge(tmp_path / "judge", fake_judge.url)
+    suite = _judged(small_suite, tmp_path)
+    _eval(fake_server, suite, tmp_path / "run", judge_file)
+    (tmp_path / "judge" / "grade.j2").write_text("Stricter.\n{{ prompt }} {{ response }}\n")
+    judge_file = write_judge(tmp_path / "judge2", fake_judge.url)
+    (tmp_path / "judge2" / "grade.j2").write_text("Stricter.\n{{ prompt }} {{ response }}\n")
+    with pytest.raises(InputError, match="existing sample log has judge"):
+        _eval(fake_server, suite, tmp_path / "run", judge_file)

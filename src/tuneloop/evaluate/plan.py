@@ -80,6 +80,7 @@ def check_resumable(old: EvalSummary, new: EvalSummary, where: Path) -> None:
         "items": (old.item_ids, new.item_ids),
         "agent limits": (old.agent, new.agent),
         "metrics": (old.metrics, new.metrics),
+        "judge": (old.judge, new.judge),
     }
     for name, (was, now) in fields.items():
         if was != now:

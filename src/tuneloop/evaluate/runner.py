@@ -88,7 +88,7 @@ from tuneloop.samplelog import (
     SampleRow,
     SamplingParams,
 )
-from tuneloop.scorers.judge import JudgeRefused, judge_configured
+from tuneloop.scorers.judge import JudgeRefused, judge_configured, judge_cost, judge_for
 from tuneloop.scorers.resolve import ScorerResolver
 from tuneloop.suite import SuiteItem, load_suite, resolve_slice
 
@@ -186,6 +186,7 @@ def evaluate(
             else None,
             metrics=list(settings.metrics),
             usd_per_1m=settings.usd_per_1m,
+            judge=judge_for(settings.judge).identity if settings.judge else None,
         )
         items = {i: by_id[i] for i in ids}
         samples = Path(out_dir) / SAMPLES_FILE
@@ -414,6 +415,7 @@ def _finish(run: _Run, out_dir: Path, lines: int, retries: int, started: float) 
         update={
             **stats,
             "retries": retries,
+            "judge_cost_usd": judge_cost(run.rows.values()) if run.summary.judge else None,
             "finished_at": _now(),
             "duration_s": round(time.perf_counter() - started, 3),
         }

@@ -170,7 +170,8 @@ def adjudicate(
             verdict.sealed_at = sealed.sealed_at if sealed else None
             verdict.adjudication = adjudication
             verdict.cost = cost
-            verdict.judge = judge and judge.beside(decision.stats.get("delta"))
+            costs = (champ.summary.judge_cost_usd, chall.summary.judge_cost_usd)
+            verdict.judge = judge and judge.beside(decision.stats.get("delta"), costs)
             if sealed is None:  # never sealed (`tuneloop gate`): its α is spent with its verdict
                 spend_alpha(ledger, run_id, bar, verdict.decided_at)
             _record(ledger, verdict, bool(previous), promote, contents)

@@ -122,16 +122,20 @@ class JudgeNote(BaseModel):
     """J = 1 − FPR − FNR: the factor by which the judge's error shrinks a true difference."""
     delta_observed: float | None = None
     """Δ as the judge scored it (what the bar was applied to)."""
+    cost_usd: tuple[float | None, float | None] = (None, None)
+    """What the judge's grades cost in the (champion, challenger) logs (each whole eval)."""
     delta_corrected: float | None = None
     """Δ / J: the difference in true pass rates the observed Δ corresponds to (Bross 1954;
     per arm, Rogan & Gladen 1978); None when J ≤ 0 or unknown."""
 
-    def beside(self, delta: float | None) -> JudgeNote:
-        """This note with the slice's observed Δ and the Δ it corresponds to (Bross 1954)."""
+    def beside(self, delta: float | None, cost_usd: tuple[float | None, float | None]) -> JudgeNote:
+        """This note with the slice's observed Δ, the Δ it corresponds to (Bross 1954) and
+        what judging each arm cost."""
         corrected = None
         if delta is not None and self.youden_j is not None and 0 < self.youden_j <= 1:
             corrected = corrected_difference(delta, self.youden_j)
-        return self.model_copy(update={"delta_observed": delta, "delta_corrected": corrected})
+        update = {"delta_observed": delta, "delta_corrected": corrected, "cost_usd": cost_usd}
+        return self.model_copy(update=update)
 
     def sentence(self) -> str:
         """The calibration and both Δs in one line."""
@@ -148,6 +152,10 @@ class JudgeNote(BaseModel):
             text += (
                 f". Observed Δ {self.delta_observed:+.4f} ≈ true Δ {self.delta_corrected:+.4f} "
                 "after the judge's error (Δ/J; Bross 1954, Rogan–Gladen 1978)"
+            )
+        if self.cost_usd != (None, None):
+            text += f". Judge cost: champion {_usd(self.cost_usd[0])}, challenger " + _usd(
+                self.cost_usd[1]
             )
         return text
 

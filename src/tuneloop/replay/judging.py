@@ -46,7 +46,7 @@ from tuneloop.errors import InputError
 from tuneloop.records.replay import JudgedSteps, ReplayCall
 from tuneloop.replay.judge_file import LLM_JUDGE, judge_file_problems
 from tuneloop.replay.plan import Step
-from tuneloop.scorers.judge import judge_for, prompt_text
+from tuneloop.scorers.judge import answer_text, judge_for
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class JudgeUse:
     def reads(self, message: Mapping[str, Any]) -> str:
         """What the LLM judge reads of an answer: its text and its tool calls (named with
         their arguments, as the rubric's prompt shows them)."""
-        return prompt_text([{**message, "role": ""}]).removeprefix(":").strip()
+        return answer_text(message)
 
 
 def judge_use(settings: ReplayConfig) -> JudgeUse:

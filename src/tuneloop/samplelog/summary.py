@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from tuneloop.records import Record
+from tuneloop.records.judge import JudgeIdentity
 from tuneloop.samplelog.rows import SamplingParams, versioned
 
 
@@ -80,7 +81,7 @@ class EvalSummary(Record):
     """Settings and totals of one eval, written beside samples.jsonl."""
 
     KIND = "eval_summary"
-    VERSION = 5
+    VERSION = 6
 
     suite_path: str
     suite_revision: str
@@ -113,6 +114,11 @@ class EvalSummary(Record):
     usd_per_1m: float | None = None
     """The price per million completion tokens each row's `cost_usd` was computed with
     (`eval.usd_per_1m`); None when rows carry no cost or a cascade reported its own."""
+    judge: JudgeIdentity | None = None
+    """The LLM judge items scored `judge` were graded by (`eval.judge`); None: no judge."""
+    judge_cost_usd: float | None = None
+    """What the judge's grades of this log cost (cached grades at what they cost to make);
+    None without a judge or without the judge's usage."""
 
     def to_json(self) -> dict[str, Any]:
         out = versioned(self.KIND, super().to_json())
@@ -128,4 +134,8 @@ class EvalSummary(Record):
             out["schema"] = "tuneloop.eval_summary/5"
         else:
             del out["usd_per_1m"]
+        if self.judge is not None:  # version 6: judged rows
+            out["schema"] = "tuneloop.eval_summary/6"
+        else:
+            del out["judge"], out["judge_cost_usd"]
         return out

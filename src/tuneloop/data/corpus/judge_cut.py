@@ -40,9 +40,9 @@ from tuneloop.scorers.judge import (
     Judge,
     JudgeError,
     JudgeRefused,
+    answer_text,
     load_judge,
     load_judge_spec,
-    prompt_text,
 )
 
 
@@ -76,12 +76,6 @@ def judge_problems(spec: JudgeCutSpec) -> list[str]:
     if judge.mode != "grade":
         return [f"judge.file: {spec.file}: mode {judge.mode}; the corpus cut needs mode grade"]
     return []
-
-
-def answer_text(message: dict[str, Any]) -> str:
-    """What the judge reads of the answer: its text and its tool calls (as the rubric's
-    prompt shows them, `scorers.judge.prompt_text`)."""
-    return prompt_text([{**message, "role": ""}]).removeprefix(":").strip()
 
 
 def grade_rows(judge: Judge, rows: list[Row], concurrency: int) -> list[Grade]:

@@ -26,8 +26,8 @@ from tuneloop.scorers.judge.judge import (
     preference,
 )
 from tuneloop.scorers.judge.parse import Unparsable, parse_grade, parse_verdict
-from tuneloop.scorers.judge.rubric import Rubric, load_rubric, prompt_text
-from tuneloop.scorers.judge.scorer import item_messages, judge_configured, judge_for
+from tuneloop.scorers.judge.rubric import Rubric, answer_text, load_rubric, prompt_text
+from tuneloop.scorers.judge.scorer import item_messages, judge_configured, judge_cost, judge_for
 from tuneloop.scorers.judge.spec import JudgeSpec, default_cache, load_judge_spec
 
 __all__ = [
@@ -41,10 +41,12 @@ __all__ = [
     "Preference",
     "Rubric",
     "Unparsable",
+    "answer_text",
     "default_cache",
     "gating_refusal",
     "item_messages",
     "judge_configured",
+    "judge_cost",
     "judge_for",
     "load_judge",
     "load_judge_spec",

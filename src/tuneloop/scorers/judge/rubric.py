@@ -91,3 +91,9 @@ def prompt_text(messages: Sequence[Mapping[str, Any]]) -> str:
             text += f"\n[tool call {fn.get('name')}({fn.get('arguments', '')})]"
         blocks.append(f"{message.get('role', 'user')}: {text}".rstrip())
     return "\n\n".join(blocks)
+
+
+def answer_text(message: Mapping[str, Any]) -> str:
+    """What a judge reads of one assistant answer: its text and its tool calls, named with
+    their arguments as `prompt_text` shows them (an agent's step is often only a tool call)."""
+    return prompt_text([{**message, "role": ""}]).removeprefix(":").strip()

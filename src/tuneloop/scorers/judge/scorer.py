@@ -16,10 +16,12 @@ its cost and whether it came from the cache.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from tuneloop.plugins import Score, ScoreFn
+from tuneloop.samplelog import SampleRow
 from tuneloop.scorers.base import scorer
 from tuneloop.scorers.judge.judge import Judge, load_judge
 
@@ -41,6 +43,17 @@ def judge_configured(path: Path | None) -> dict[str, dict[str, Any]]:
         return {}
     judge_for(path)
     return {"judge": {"judge": str(path)}}
+
+
+def judge_cost(rows: Iterable[SampleRow]) -> float | None:
+    """What the judge's grades in `rows` cost (their details' `judge_cost_usd`); None when
+    no graded row reports a cost."""
+    costs = [
+        r.detail["judge_cost_usd"]
+        for r in rows
+        if isinstance(r.detail, dict) and isinstance(r.detail.get("judge_cost_usd"), float | int)
+    ]
+    return sum(costs) if costs else None
 
 
 def item_messages(item: dict[str, Any]) -> list[dict[str, Any]]:
