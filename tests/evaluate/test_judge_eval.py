@@ -14,7 +14,8 @@ from tuneloop.evaluate import EvalSettings, evaluate
 from tuneloop.records import read_jsonl
 from tuneloop.suite import item_prompt_text, load_suite
 
-from ..judge_fixture import write_judge
+from ..installed import tuneloop
+from ..judge_fixture import honest, write_judge
 from .conftest import expected_score
 
 KEY = "sk-judge-Evalkey-0123456789abcdef"
@@ -64,10 +65,20 @@ def test_judge_grades_are_the_scores(fake_server, fake_judge, small_suite, tmp_p
 def test_an_unparsable_judge_is_a_harness_error(fake_server, fake_judge, small_suite, tmp_path):
     fake_judge.answer = lambda content: (200, "A fine answer, I would say.")
     judge_file = write_judge(tmp_path / "judge", fake_judge.url, parse_retries=1)
-    summary = _eval(fake_server, _judged(small_suite, tmp_path), tmp_path / "run", judge_file)
-    assert summary.counts["harness_error"] == 30 and summary.counts["ok"] == 0
-    row = read_jsonl(tmp_path / "run" / "samples.jsonl")[0]
-    assert row["score"] is None and "JudgeUnparsable" in row["error"]
+    suite = _judged(small_suite, tmp_path)
+    # some prose among parsable judgements: those samples are harness errors, never scores
+    fake_judge.answer = lambda c: (200, "Fine.") if "3" in c.split("RESPONSE:")[1] else honest(c)
+    summary = _eval(fake_server, suite, tmp_path / "some", judge_file)
+    rows = read_jsonl(tmp_path / "some" / "samples.jsonl")
+    bad = [r for r in rows if r["status"] == "harness_error"]
+    assert bad and summary.counts["harness_error"] == len(bad) and summary.counts["ok"] > 0
+    assert all(r["score"] is None and "JudgeUnparsable" in r["error"] for r in bad)
+    # a judge that answers prose to everything is misconfigured: an input error, rows kept
+    fake_judge.answer = lambda content: (200, "A fine answer, I would say.")
+    judge_file = write_judge(tmp_path / "fresh", fake_judge.url, parse_retries=1)  # no cache
+    with pytest.raises(InputError, match="no parsable judgement for any of the 30 samples"):
+        _eval(fake_server, suite, tmp_path / "run", judge_file)
+    assert len(read_jsonl(tmp_path / "run" / "samples.jsonl")) == 30
 
 
 def test_a_refusing_judge_stops_the_eval(fake_server, fake_judge, small_suite, tmp_path):
@@ -86,3 +97,31 @@ def test_a_resume_with_another_rubric_is_refused(fake_server, fake_judge, small_
     (tmp_path / "judge2" / "grade.j2").write_text("Stricter.\n{{ prompt }} {{ response }}\n")
     with pytest.raises(InputError, match="existing sample log has judge"):
         _eval(fake_server, suite, tmp_path / "run", judge_file)
+
+
+@pytest.mark.parametrize("case", ["rubric", "key", "prose"])
+def test_bad_judge_input_through_the_installed_script(
+    fake_server, fake_judge, small_suite, tmp_path, case
+):
+    """One clear error, exit 2, no traceback, and the key in no output or file."""
+    env = {"JUDGE_BAD_KEY": KEY}
+    judge_file = write_judge(tmp_path / "judge", fake_judge.url, api_key_env="JUDGE_BAD_KEY")
+    if case == "rubric":
+        (tmp_path / "judge" / "grade.j2").unlink()
+        needle = "rubric file not found"
+    elif case == "key":
+        env = {}
+        needle = "JUDGE_BAD_KEY is not set or empty"
+    else:
+        fake_judge.answer = lambda content: (200, f"Looks fine. (key was {KEY})")
+        needle = "no parsable judgement"
+    out = tmp_path / "run"
+    ran = tuneloop(
+        "eval", "--endpoint", fake_server.url, "--model", "fake", "--suite",
+        _judged(small_suite, tmp_path), "--out", out, "--judge", judge_file,
+        "--no-progress", env=env,
+    )  # fmt: skip
+    ran.assert_input_error(needle, "judge")
+    assert KEY not in ran.output
+    for f in out.rglob("*") if out.exists() else []:
+        assert KEY not in f.read_text()

@@ -19,7 +19,8 @@ difference the gate looks at is attenuated to nothing (stats/rater.py).
 
 A judgement that does not parse after the judge's re-asks leaves its row out, listed in the
 record (`unparsable`) and printed; a refused request (401/403/404: key, endpoint or model
-wrong) stops with exit 2 and an unavailable judge with exit 3, nothing written. Only grade
+wrong), or a judge with no parsable judgement at all (it answers prose: its rubric or model is
+wrong), stops with exit 2 and an unavailable judge with exit 3, nothing written. Only grade
 judges are calibrated here: a pairwise judge's verdicts need pairwise human labels.
 """
 
@@ -161,9 +162,10 @@ def calibration_record(
     """The record of a calibration, from the rows graded."""
     scored = [g for g in graded if g.passed is not None]
     if not scored:
-        raise PhaseFailed(
+        raise InputError(
             f"judge {judge.spec.model!r} gave no parsable judgement for any of the "
-            f"{len(graded)} audit rows"
+            f"{len(graded)} audit rows: its rubric ({judge.spec.rubric}) must ask for "
+            "`SCORE: <0..1>` on the last line; nothing written"
         )
     a = rater_agreement([bool(g.passed) for g in scored], [g.row.human for g in scored])
     costs = [g.cost_usd for g in scored]
