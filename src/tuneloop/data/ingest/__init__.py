@@ -1,5 +1,7 @@
 """Trace ingesters. Importing this package registers the built-ins in
-`tuneloop.registry.ingesters`: `openai_chat`, `claude_code`, `generic_jsonl`.
+`tuneloop.registry.ingesters`: `openai_chat`, `claude_code`, `generic_jsonl` (JSONL, `base.py`),
+and the document formats (whole files or session folders, `documents.py`); `detect.py` is
+`--format auto`.
 
 `ingest_files` runs one ingester over files and returns traces, rejects and the counts;
 see `base.py` for the accounting rule (ingested + rejected = lines read), `feedback.py` for
@@ -13,22 +15,34 @@ from typing import Any
 
 from tuneloop.data.ingest import claude_code, generic_jsonl, openai_chat  # noqa: F401  (registers)
 from tuneloop.data.ingest.base import IngestReport, Reject, run_ingester
+from tuneloop.data.ingest.detect import detect_format, sort_sources
+from tuneloop.data.ingest.documents import reads_documents, run_document
 from tuneloop.records.trace import Trace
 from tuneloop.registry import ingesters
 
-__all__ = ["IngestReport", "Reject", "ingest_files"]
+__all__ = [
+    "IngestReport",
+    "Reject",
+    "detect_format",
+    "ingest_files",
+    "reads_documents",
+    "sort_sources",
+]
 
 
 def ingest_files(
     fmt: str, files: list[Path], options: dict[str, Any] | None = None, *, source: str | None = None
 ) -> tuple[list[Trace], list[Reject], IngestReport]:
-    """Run the ingester `fmt` over `files`; `source` renames the traces' source."""
-    converter = ingesters.get(fmt)(**(options or {}))
+    """Run the ingester `fmt` over `files` (a document ingester's sources may be session
+    folders); `source` renames the traces' source."""
+    factory = ingesters.get(fmt)
+    converter = factory(**(options or {}))
+    run = run_document if reads_documents(factory) else run_ingester
     traces: list[Trace] = []
     rejects: list[Reject] = []
     total = IngestReport()
     for path in files:
-        got, bad, rep = run_ingester(converter, Path(path))
+        got, bad, rep = run(converter, Path(path))
         traces.extend(got)
         rejects.extend(bad)
         total.add(rep)

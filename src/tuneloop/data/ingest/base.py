@@ -82,6 +82,21 @@ class Converter(Protocol):
 IngesterFactory = Callable[..., Converter]
 
 
+def line_ingester(
+    name: str, *, detect: Callable[[Path], bool] | None = None
+) -> Callable[[IngesterFactory], IngesterFactory]:
+    """Register a JSONL ingester under `name`, with the test `--format auto` uses (`detect`,
+    given the file's path; None: never chosen by `auto`)."""
+    from tuneloop.registry import ingesters
+
+    def deco(factory: IngesterFactory) -> IngesterFactory:
+        factory.detect = detect  # type: ignore[attr-defined]
+        ingesters.register(name)(factory)
+        return factory
+
+    return deco
+
+
 @dataclass
 class IngestReport:
     """Counts of one ingest run (one or more files)."""
@@ -92,6 +107,9 @@ class IngestReport:
     rejected: int = 0
     traces: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    """Records read and deliberately not turned into messages, by kind (document formats:
+    `documents.py`); `lines_read` counts them too."""
 
     def add(self, other: IngestReport) -> None:
         self.lines_read += other.lines_read
@@ -100,6 +118,7 @@ class IngestReport:
         self.rejected += other.rejected
         self.traces += other.traces
         self.reasons.update(other.reasons)
+        self.skipped.update(other.skipped)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +128,7 @@ class IngestReport:
             "rejected": self.rejected,
             "traces": self.traces,
             "reject_reasons": dict(sorted(self.reasons.items())),
+            **({"skipped": dict(sorted(self.skipped.items()))} if self.skipped else {}),
         }
 
 

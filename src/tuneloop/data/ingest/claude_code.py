@@ -33,11 +33,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tuneloop.data.ingest.base import Converter, Lines, Reject, check_options, excerpt
+from tuneloop.data.ingest.base import (
+    Converter,
+    Lines,
+    Reject,
+    check_options,
+    excerpt,
+    line_ingester,
+)
 from tuneloop.data.ingest.chat import content_text
+from tuneloop.data.ingest.detect import sniff_lines
 from tuneloop.errors import InputError
 from tuneloop.records.trace import Message, ToolCall, Trace
-from tuneloop.registry import ingesters
 
 Entry = tuple[int, dict[str, Any]]
 TURNS = ("user", "assistant")
@@ -263,7 +270,18 @@ def _build(
     return trace, rejects
 
 
-@ingesters.register("claude_code")
+def looks_like_claude_code(path: Path) -> bool:
+    """A JSONL file of Claude Code transcript records (session ids, typed records)."""
+    lines = sniff_lines(path)
+    kinds = {"user", "assistant", "system", "summary", "file-history-snapshot"}
+    return (
+        bool(lines)
+        and all(o.get("type") in kinds for o in lines)
+        and any("sessionId" in o for o in lines)
+    )
+
+
+@line_ingester("claude_code", detect=looks_like_claude_code)
 def claude_code(**options: Any) -> Converter:
     """Claude Code session transcripts: one trace per session's main thread (+ sidechains)."""
     check_options("claude_code", options, {"sidechains"})

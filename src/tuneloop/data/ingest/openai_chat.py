@@ -39,12 +39,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tuneloop.data.ingest.base import Converter, Joined, Lines, Reject, check_options, excerpt
+from tuneloop.data.ingest.base import (
+    Converter,
+    Joined,
+    Lines,
+    Reject,
+    check_options,
+    excerpt,
+    line_ingester,
+)
 from tuneloop.data.ingest.chat import BadMessage, iso_time, to_messages
+from tuneloop.data.ingest.detect import sniff_lines
 from tuneloop.data.ingest.feedback import normalize_feedback
 from tuneloop.errors import InputError
 from tuneloop.records.trace import Feedback, Message, Reference, Trace
-from tuneloop.registry import ingesters
 
 TraceIndex = dict[str, list[Trace]]
 """Completion or trace id → the traces that feedback naming it applies to (none: a text
@@ -228,7 +236,18 @@ def _conversation(file: str, lineno: int, obj: dict[str, Any]) -> Trace:
     )
 
 
-@ingesters.register("openai_chat")
+def looks_like_openai_chat(path: Path) -> bool:
+    """A JSONL file whose first lines are exchanges ({request, response}) or conversations."""
+    lines = sniff_lines(path)
+    return bool(lines) and all(
+        ("request" in o and "response" in o)
+        or isinstance(o.get("messages"), list)
+        or o.get("type") == "feedback"
+        for o in lines
+    )
+
+
+@line_ingester("openai_chat", detect=looks_like_openai_chat)
 def openai_chat(**options: Any) -> Converter:
     """OpenAI chat-completions logs ({request, response} pairs or {messages})."""
     check_options("openai_chat", options, {"choices"})
