@@ -102,11 +102,19 @@ class Converter(Protocol):
     ) -> Iterable[Trace | Any]: ...
 
 
+class DocumentConverter(Protocol):
+    """One configured document ingester (`tuneloop.data.ingest.documents`): `convert(source)`
+    turns one file or session folder into a `Parsed` (traces, rejects, records skipped by
+    kind, records read)."""
+
+    def __call__(self, source: Path) -> Any: ...
+
+
 class Ingester(Protocol):
     """A registered ingester: called with its options (refusing unknown ones), it returns the
-    `Converter`."""
+    `Converter` (JSONL lines) or, registered `document`, the `DocumentConverter`."""
 
-    def __call__(self, **options: Any) -> Converter: ...
+    def __call__(self, **options: Any) -> Converter | DocumentConverter: ...
 
 
 # ---- tools and environments ------------------------------------------------------------------

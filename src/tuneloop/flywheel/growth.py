@@ -58,7 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -84,10 +84,12 @@ from tuneloop.data.corpus.training_rows import Row, to_row
 from tuneloop.data.decontam import SuiteIndex, build_index, find_contaminated
 from tuneloop.data.dedup import LshParams, exact_duplicates, lsh_duplicates, signatures
 from tuneloop.data.files import source_files
+from tuneloop.data.ingest import ingest_files, reads_documents
 from tuneloop.data.ingest.base import read_json_lines
 from tuneloop.data.text import normalized_prompt
 from tuneloop.errors import InputError
 from tuneloop.flywheel.exchanges import Exchange, Traffic, labelled_ids, parse_line
+from tuneloop.plugins import Converter
 from tuneloop.records import iter_jsonl
 from tuneloop.records.trace import Trace
 from tuneloop.registry import ingesters
@@ -249,7 +251,11 @@ def _labelled_traces(steps: _Steps, ids: set[str]) -> list[Trace]:
     build joins it: one converter over the files in order (it joins across files), fed the
     lines of those exchanges and every feedback line naming one — all a trace of them is made
     of — so that the other exchanges of the log cost a JSON parse, not a trace."""
-    convert = ingesters.get(steps.fmt)(**steps.options)
+    factory = ingesters.get(steps.fmt)
+    if reads_documents(factory):  # a session document is read whole: its traces, by id
+        whole, _, _ = ingest_files(steps.fmt, steps.files, dict(steps.options), source=steps.source)
+        return [t for t in whole if t.source_id in ids or t.source_id.rpartition("#")[0] in ids]
+    convert = cast(Converter, factory(**steps.options))
     traces: list[Trace] = []
     for path in steps.files:
         try:

@@ -11,12 +11,13 @@ how a source's feedback becomes a score.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tuneloop.data.ingest import claude_code, generic_jsonl, openai_chat  # noqa: F401  (registers)
 from tuneloop.data.ingest.base import IngestReport, Reject, run_ingester
 from tuneloop.data.ingest.detect import detect_format, sort_sources
 from tuneloop.data.ingest.documents import reads_documents, run_document
+from tuneloop.plugins import Converter, DocumentConverter
 from tuneloop.records.trace import Trace
 from tuneloop.registry import ingesters
 
@@ -37,12 +38,15 @@ def ingest_files(
     folders); `source` renames the traces' source."""
     factory = ingesters.get(fmt)
     converter = factory(**(options or {}))
-    run = run_document if reads_documents(factory) else run_ingester
+    document = reads_documents(factory)
     traces: list[Trace] = []
     rejects: list[Reject] = []
     total = IngestReport()
     for path in files:
-        got, bad, rep = run(converter, Path(path))
+        if document:
+            got, bad, rep = run_document(cast(DocumentConverter, converter), Path(path))
+        else:
+            got, bad, rep = run_ingester(cast(Converter, converter), Path(path))
         traces.extend(got)
         rejects.extend(bad)
         total.add(rep)

@@ -48,7 +48,7 @@ def sniff_lines(path: Path, n: int = SNIFF_LINES) -> list[dict[str, Any]]:
             head = fh.read(SNIFF_BYTES)
     except OSError:
         return []
-    out = []
+    out: list[dict[str, Any]] = []
     for raw in head.split(b"\n")[:-1] if len(head) == SNIFF_BYTES else head.split(b"\n"):
         if len(out) >= n:
             break

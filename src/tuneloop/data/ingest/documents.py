@@ -28,10 +28,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, cast
 
 from tuneloop.data.ingest.base import IngestReport, Reject, excerpt
 from tuneloop.errors import InputError
+from tuneloop.plugins import DocumentConverter, Ingester
 from tuneloop.records.trace import Trace
 from tuneloop.registry import ingesters
 
@@ -56,10 +57,6 @@ class Parsed:
         self.skipped[kind] += n
 
 
-class DocumentConverter(Protocol):
-    def __call__(self, source: Path) -> Parsed: ...
-
-
 def document_ingester(
     name: str, *, detect: Detect
 ) -> Callable[[Callable[..., DocumentConverter]], Callable[..., DocumentConverter]]:
@@ -68,7 +65,7 @@ def document_ingester(
     def deco(factory: Callable[..., DocumentConverter]) -> Callable[..., DocumentConverter]:
         factory.document = True  # type: ignore[attr-defined]
         factory.detect = detect  # type: ignore[attr-defined]
-        ingesters.register(name)(factory)
+        ingesters.register(name)(cast(Ingester, factory))
         return factory
 
     return deco
