@@ -37,10 +37,6 @@ def _parse_options(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def _same_as_any(path: Path, others: list[Path]) -> bool:
-    return any(path.resolve() == other.resolve() for other in others)
-
-
 def ingest(
     files: Annotated[
         list[Path],
@@ -80,41 +76,43 @@ def ingest(
     from rich.console import Console
 
     from tuneloop.data.files import jsonl_bytes, write_files
-    from tuneloop.data.ingest import IngestReport, detect_format, ingest_files
+    from tuneloop.data.ingest import detect_format
+    from tuneloop.data.ingest.sources import ingest_planned, plan_sources, shown_paths
     from tuneloop.scrub import Scrubber
 
     options = _parse_options(opt)
     rejects = rejects or out.with_name(out.name.removesuffix(".jsonl") + ".rejects.jsonl")
-    groups, unknown = _ingest_groups(files, format)
-    inputs = [f for sources in groups.values() for f in sources]
-    refuse_overwriting_inputs([("--out", out), ("--rejects", rejects)], inputs)
-    traces, bad, report = [], [], IngestReport()
-    with Console(stderr=True).status(f"ingesting {len(inputs)} source(s)"):
-        for fmt, sources in groups.items():
-            if format == "auto":
-                typer.echo(f"auto: {fmt} for {len(sources)} source(s): {_shown(sources)}")
-            got, lost, rep = ingest_files(fmt, sources, options)
-            traces += got
-            bad += lost
-            report.add(rep)
-    if unknown:
-        report.skipped["file of no known format"] += len(unknown)
-        typer.echo(f"auto: {len(unknown)} file(s) of no known format, skipped: {_shown(unknown)}")
+    plan = plan_sources(files, format)
+    refuse_overwriting_inputs([("--out", out), ("--rejects", rejects)], plan.sources)
+    if format == "auto":
+        for fmt, sources in plan.groups.items():
+            typer.echo(f"auto: {fmt} for {len(sources)} source(s): {shown_paths(sources)}")
+        if plan.unknown:
+            n = len(plan.unknown)
+            typer.echo(
+                f"auto: {n} file(s) of no known format, skipped: {shown_paths(plan.unknown)}"
+            )
+    with Console(stderr=True).status(f"ingesting {len(plan.sources)} source(s)"):
+        traces, bad, report = ingest_planned(plan, options)
     scrubber = Scrubber()
+    unit = "records" if plan.documents else "lines"
     if not traces:
         first = f"; {bad[0].file}:{bad[0].line}: {bad[0].reason}" if bad else ""
-        looks = detect_format(inputs[0]) if inputs and format != "auto" else None
-        hint = f"; {inputs[0]} looks like --format {looks}" if looks not in (None, format) else ""
+        looks = detect_format(plan.sources[0]) if format != "auto" else None
+        hint = (
+            f"; {plan.sources[0]} looks like --format {looks}"
+            if looks not in (None, format)
+            else ""
+        )
         message = (
             f"{', '.join(map(str, files))}: 0 records with --format {format} "
-            f"({report.lines_read} lines read, {report.rejected} rejected{first}){hint}; "
+            f"({report.lines_read} {unit} read, {report.rejected} rejected{first}){hint}; "
             "nothing written"
         )
         raise InputError(scrubber.text(message) if scrub else message)
     rows = [(scrubber.trace(t) if scrub else t).to_json() for t in traces]
     reject_rows = [scrubber.value(r.to_json()) if scrub else r.to_json() for r in bad]
     write_files({out: jsonl_bytes(rows), rejects: jsonl_bytes(reject_rows)})  # both or neither
-    unit = "records" if any(_documents(fmt) for fmt in groups) else "lines"
     typer.echo(
         f"{report.lines_read} {unit} read, {report.traces} records written ({report.ingested} "
         f"{unit} ingested), {report.rejected} {unit} rejected → {rejects}"
@@ -127,50 +125,6 @@ def ingest(
         typer.echo(
             "  scrubbed " + ", ".join(f"{k}: {v}" for k, v in sorted(scrubber.counts.items()))
         )
-
-
-def _ingest_groups(files: list[Path], format: str) -> tuple[dict[str, list[Path]], list[Path]]:
-    """({format: sources}, unrecognised files) of an ingest's inputs; InputError for none, or
-    a source given twice."""
-    from tuneloop.data.files import source_files
-    from tuneloop.data.ingest import sort_sources
-    from tuneloop.registry import ingesters
-
-    for path in files:
-        if not path.exists():
-            raise InputError(f"{path}: not found")
-    if format == "auto":
-        groups, unknown = sort_sources(files)
-        if not groups:
-            shown = _shown(unknown) or ", ".join(map(str, files))
-            raise InputError(
-                f"{shown}: no file of a known format (known: "
-                f"{', '.join(n for n in ingesters.names() if n != 'generic_jsonl')}); "
-                "give --format, or --format generic_jsonl with --opt for your fields"
-            )
-    else:
-        expand = [p for p in files if p.is_dir() and not _documents(format)]
-        groups = {format: [f for p in files for f in (source_files(p) if p in expand else [p])]}
-        unknown = []
-        if not groups[format]:
-            raise InputError(f"{', '.join(map(str, files))}: no *.jsonl file in the folder")
-    inputs = [f for sources in groups.values() for f in sources]
-    twice = next((f for i, f in enumerate(inputs) if _same_as_any(f, inputs[:i])), None)
-    if twice is not None:
-        raise InputError(f"{twice}: given twice; its records would be written twice")
-    return groups, unknown
-
-
-def _documents(fmt: str) -> bool:
-    from tuneloop.data.ingest import reads_documents
-    from tuneloop.registry import ingesters
-
-    return reads_documents(ingesters.get(fmt))
-
-
-def _shown(paths: list[Path], n: int = 3) -> str:
-    more = f" and {len(paths) - n} more" if len(paths) > n else ""
-    return ", ".join(map(str, paths[:n])) + more
 
 
 @corpus_app.command("build")

@@ -35,10 +35,13 @@ Band = Literal["hard", "medium", "easy", "unknown"]
 
 class SourceSpec(Section):
     path: ConfigPath
-    """A trace file (JSONL), or a folder of them (a rotated traffic log: `traffic-1.jsonl`,
-    `traffic-2.jsonl`, … then `traffic.jsonl`, read oldest first)."""
+    """A trace file, or a folder: a session folder of a document format (a Cline task), a
+    folder of JSONL files (a rotated traffic log: `traffic-1.jsonl`, `traffic-2.jsonl`, …
+    then `traffic.jsonl`, read oldest first), or with `format: auto` any mix of the two."""
     format: str = "openai_chat"
-    """Registered ingester: `openai_chat`, `claude_code`, `generic_jsonl`, or a plugin."""
+    """Registered ingester (`tuneloop plugins` lists them: openai_chat, claude_code,
+    codex_cli, cline, aider, gemini_cli, openhands, litellm, otel, generic_jsonl, or a
+    plugin), or `auto`: each file or session folder by its shape."""
     name: str | None = None
     """Source name written into each row's `source` (default: the file's stem)."""
     options: dict[str, Any] = {}
@@ -262,7 +265,8 @@ def corpus_problems(cfg: CorpusConfig) -> list[tuple[str, str]]:
         if not (s.path.is_file() or s.path.is_dir()):
             out.append((f"sources.{i}.path", f"{s.path} not found"))
         try:
-            ingesters.get(s.format)  # imports the built-ins and entry points on first use
+            if s.format != "auto":
+                ingesters.get(s.format)  # imports the built-ins and entry points on first use
         except InputError as err:
             out.append((f"sources.{i}.format", str(err)))
     out += [

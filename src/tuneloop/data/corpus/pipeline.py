@@ -66,10 +66,9 @@ from tuneloop.data.dedup import LshParams, sketch_info
 from tuneloop.data.files import (
     json_bytes,
     jsonl_bytes,
-    source_files,
     write_files,
 )
-from tuneloop.data.ingest import ingest_files
+from tuneloop.data.ingest.sources import ingest_planned, plan_sources
 from tuneloop.endpoint import Endpoint
 from tuneloop.errors import InputError, did_you_mean, refuse_overwriting_inputs
 from tuneloop.records import sha256_bytes, sha256_file, sha256_path
@@ -227,12 +226,17 @@ def _check_outputs(cfg: CorpusConfig, config_path: Path, out_dir: Path) -> None:
                 "its own outputs back as traces (choose another out_dir)"
             )
     inputs = [config_path, *cfg.decontaminate.suites]
-    inputs += [f for spec in cfg.sources for f in source_files(spec.path)]
+    inputs += [f for spec in cfg.sources for f in _listed(spec.path)]
     if cfg.bands is not None and cfg.bands.sample_log:
         inputs.append(cfg.bands.sample_log)
     if cfg.judge is not None:
         inputs.append(cfg.judge.file)
     refuse_overwriting_inputs([("out_dir", out_dir / name) for name in OUTPUT_FILES], inputs)
+
+
+def _listed(path: Path) -> list[Path]:
+    """Every file under a source (a session folder's files too), for the overwrite check."""
+    return sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
 
 
 def _check_records(cfg: CorpusConfig, sources: list[dict[str, Any]]) -> None:
@@ -257,8 +261,9 @@ def _ingest(cfg: CorpusConfig) -> tuple[list[Any], list[dict[str, Any]], list[di
     sources: list[dict[str, Any]] = []
     for spec in cfg.sources:
         name = spec.source_name
-        files = source_files(spec.path)
-        t, r, report = ingest_files(spec.format, files, dict(spec.options), source=name)
+        plan = plan_sources([spec.path], spec.format)
+        files = plan.sources
+        t, r, report = ingest_planned(plan, dict(spec.options), source=name)
         traces.extend(t)
         rejects.extend({**x.to_json(), "source": name} for x in r)
         sources.append(

@@ -126,7 +126,8 @@ def load_json_document(path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        what = "truncated" if err.pos >= len(text.rstrip()) else "invalid JSON"
+        ended = err.pos >= len(text.rstrip()) or err.msg.startswith("Unterminated string")
+        what = "truncated (the file ends inside a value)" if ended else "invalid JSON"
         raise InputError(f"{path}:{err.lineno}:{err.colno}: {what}: {err.msg}") from None
     except RecursionError:
         raise InputError(f"{path}: nested too deep to be a session document") from None
