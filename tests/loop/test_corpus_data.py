@@ -299,3 +299,21 @@ def test_a_given_warmup_file_is_filtered_against_the_loop_suite(tmp_path) -> Non
     # no warm-up steps: the file is not read, so not matched either
     idle = _cfg(tmp_path, train={**train, "sft_warmup_steps": 0})
     assert decontaminated_given(idle, tmp_path / "nowhere") == {}
+
+
+@pytest.mark.parametrize("fmt", ["claude_code", "auto"])
+def test_the_replay_ingests_an_applications_own_session(tmp_path: Path, fmt: str) -> None:
+    from tuneloop.loop.corpus_data import replay_traces
+    from tuneloop.loop.layout import RunLayout
+    from tuneloop.records.trace import Trace
+
+    session = Path(__file__).parents[1] / "data" / "fixtures" / "claude_code_session.jsonl"
+    cfg = _cfg(tmp_path, replay={"traces": str(session), "traces_format": fmt})
+    folder = tmp_path / "replay"
+    out = replay_traces(cfg, RunLayout(tmp_path / "work"), folder)
+    assert out == folder / "ingested_traces.jsonl"
+    traces = [Trace.model_validate(json.loads(line)) for line in out.read_text().splitlines()]
+    assert traces and all(t.source_file == str(session) for t in traces)
+    assert "sk-ant-api03" not in out.read_text()  # scrubbed as `tuneloop ingest` scrubs
+    plain = _cfg(tmp_path, replay={"traces": str(out)})
+    assert replay_traces(plain, RunLayout(tmp_path / "work"), folder) == out

@@ -30,7 +30,12 @@ class ReplayConfig(Section):
     """The teachers file (YAML: name, endpoint or embedded model, model id, API key env var,
     price per 1M tokens, sampling); None: no replay."""
     traces: ConfigPath | None = None
-    """Canonical traces JSONL (`tuneloop ingest` writes it) whose assistant steps are replayed."""
+    """Traces whose assistant steps are replayed: canonical traces JSONL (`tuneloop ingest`
+    writes it), or — with `traces_format` — an application's own files or session folders."""
+    traces_format: str = "trace"
+    """`trace`: `traces` is canonical `tuneloop.trace/1` JSONL; an ingester name (codex_cli,
+    cline, claude_code, …) or `auto`: the loop ingests `traces` (scrubbed) into the replay
+    folder first."""
     sample_fraction: float = Field(default=1.0, gt=0, le=1)
     """Fraction of the assistant steps replayed, drawn by a hash of (seed, trace, step), so a
     step stays in or out however the traces file grows."""

@@ -210,7 +210,8 @@ def run_replay(ctx: PhaseContext) -> None:
 
     cfg = ctx.cfg
     assert cfg.replay.teachers is not None
-    traces, earlier = replay_traces(cfg, ctx.layout), earlier_call_logs(ctx.workdir)
+    traces = replay_traces(cfg, ctx.layout, ctx.folder)
+    earlier = earlier_call_logs(ctx.workdir)
     result = replay(traces, cfg.replay.teachers, ctx.folder, cfg.replay, earlier=earlier)
     r = result.report
     ctx.notes.update(calls_this_run=r.calls_this_run, calls_reused=r.calls_reused)

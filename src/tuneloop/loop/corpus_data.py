@@ -334,11 +334,30 @@ def trained_file(
     return run.data / name, prov.outputs.get(name) if prov is not None else None
 
 
-def replay_traces(cfg: LoopConfig, run: RunLayout) -> Path:
-    """What the replay phase replays: replay.traces, else the data phase's traces.jsonl."""
-    if cfg.replay.traces is not None:
+def replay_traces(cfg: LoopConfig, run: RunLayout, folder: Path) -> Path:
+    """What the replay phase replays: replay.traces, else the data phase's traces.jsonl. An
+    application's own files (`replay.traces_format`: an ingester or `auto`) are ingested and
+    scrubbed into `folder` first, as `tuneloop ingest` would."""
+    if cfg.replay.traces is None:
+        return run.corpus_traces
+    if cfg.replay.traces_format == "trace":
         return cfg.replay.traces
-    return run.corpus_traces
+    from tuneloop.data.files import jsonl_bytes, write_files
+    from tuneloop.data.ingest.sources import ingest_planned, plan_sources
+    from tuneloop.errors import InputError
+    from tuneloop.scrub import Scrubber
+
+    plan = plan_sources([cfg.replay.traces], cfg.replay.traces_format)
+    traces, _, report = ingest_planned(plan)
+    if not traces:
+        raise InputError(
+            f"replay.traces: {cfg.replay.traces}: 0 traces with format "
+            f"{cfg.replay.traces_format} ({report.lines_read} read, {report.rejected} rejected)"
+        )
+    out = folder / "ingested_traces.jsonl"
+    scrubber = Scrubber()
+    write_files({out: jsonl_bytes([scrubber.trace(t).to_json() for t in traces])})
+    return out
 
 
 def earlier_call_logs(workdir: Path) -> list[Path]:

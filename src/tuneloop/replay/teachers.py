@@ -198,7 +198,9 @@ def check_replay(cfg: ReplayConfig) -> list[tuple[str, str]]:
             load_teachers(cfg.teachers)
         except InputError as err:
             found.append(("replay.teachers", str(err).replace("\n  ", "\n    ")))
-    if cfg.traces is not None and not cfg.traces.is_file():
+    if cfg.traces is not None and cfg.traces_format != "trace" and not cfg.traces.exists():
+        found.append(("replay.traces", f"{cfg.traces}: not found"))
+    elif cfg.traces is not None and cfg.traces_format == "trace" and not cfg.traces.is_file():
         found.append(("replay.traces", f"{cfg.traces}: not found (`tuneloop ingest` writes it)"))
     for key, name in (("replay.judge", cfg.judge), ("replay.default_scorer", cfg.default_scorer)):
         if name is not None and name not in scorers:
