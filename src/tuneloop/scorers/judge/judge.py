@@ -30,9 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-import httpx
+from typing import TYPE_CHECKING, Any, Literal
 
 from tuneloop.client import REFUSED_STATUS, RETRY_STATUS, api_base, backoff_delay
 from tuneloop.envkeys import Redactor, read_api_key
@@ -41,6 +39,9 @@ from tuneloop.scorers.judge.cache import CachedCall, JudgeCache
 from tuneloop.scorers.judge.parse import Unparsable, parse_grade, parse_verdict
 from tuneloop.scorers.judge.rubric import Rubric, load_rubric, prompt_text
 from tuneloop.scorers.judge.spec import JudgeSpec, default_cache, load_judge_spec
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class JudgeError(Exception):
@@ -126,6 +127,8 @@ class Judge:
             pass_threshold=spec.pass_threshold,
         )
         self._redact = Redactor((api_key,)).text
+        import httpx  # here: importing the scorers (every eval, `tuneloop eval --help`) stays light
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(headers=headers, timeout=spec.request_timeout_s)
         self._lock = threading.Lock()
@@ -215,6 +218,8 @@ class Judge:
 
     def _post(self, payload: dict[str, Any]) -> tuple[str, tuple[int | None, int | None]]:
         """(judgement text, (prompt tokens, completion tokens)) of one request, retried."""
+        import httpx
+
         error = ""
         for attempt in range(self.spec.max_retries + 1):
             if attempt:
