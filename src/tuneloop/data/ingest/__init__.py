@@ -13,7 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from tuneloop.data.ingest import claude_code, generic_jsonl, openai_chat  # noqa: F401  (registers)
+from tuneloop.data.ingest import (  # noqa: F401  (importing registers them)
+    claude_code,
+    generic_jsonl,
+    litellm,
+    openai_chat,
+    openhands,
+)
 from tuneloop.data.ingest.base import IngestReport, Reject, run_ingester
 from tuneloop.data.ingest.detect import detect_format, sort_sources
 from tuneloop.data.ingest.documents import reads_documents, run_document

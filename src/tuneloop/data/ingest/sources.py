@@ -4,8 +4,9 @@
     traces, rejects, report = ingest_planned(plan, options)
 
 With a named format: a JSONL ingester reads files, and a folder stands for its `*.jsonl`
-(oldest first, `data/files.source_files`); a document ingester reads each path as it is (a
-session folder is one source). With `auto`: each file or session folder by its shape
+(oldest first, `data/files.source_files`); a document ingester reads a file as it is, a folder
+it recognises as one session, and any other folder as the files under it that it recognises
+(the rest counted as skipped). With `auto`: each file or session folder by its shape
 (`detect.py`); files of no known format are listed in `unknown` and counted in the report as
 skipped, never silently dropped. No input, a path that does not exist, or a source given twice
 is an `InputError`.
@@ -63,11 +64,14 @@ def plan_sources(paths: Sequence[Path], fmt: str) -> SourcePlan:
             )
         plan = SourcePlan(groups, unknown)
     else:
-        whole = reads_documents(ingesters.get(fmt))
-        listed = [f for p in paths for f in (source_files(Path(p)) if _expand(p, whole) else [p])]
-        if not listed:
-            raise InputError(f"{', '.join(map(str, paths))}: no *.jsonl file in the folder")
-        plan = SourcePlan({fmt: [Path(p) for p in listed]})
+        plan = SourcePlan({fmt: []})
+        for path in map(Path, paths):
+            listed, unknown = _listed(path, fmt)
+            plan.groups[fmt] += listed
+            plan.unknown += unknown
+        if not plan.groups[fmt]:
+            what = "*.jsonl file" if not _documents(fmt) else f"file or session {fmt} reads"
+            raise InputError(f"{', '.join(map(str, paths))}: no {what} in the folder")
     seen: list[Path] = []
     for source in plan.sources:
         if any(source.resolve() == s.resolve() for s in seen):
@@ -76,8 +80,24 @@ def plan_sources(paths: Sequence[Path], fmt: str) -> SourcePlan:
     return plan
 
 
-def _expand(path: Path, documents: bool) -> bool:
-    return Path(path).is_dir() and not documents
+def _documents(fmt: str) -> bool:
+    return reads_documents(ingesters.get(fmt))
+
+
+def _listed(path: Path, fmt: str) -> tuple[list[Path], list[Path]]:
+    """(sources, files it does not read) of one input under a named format: a file as it is;
+    a folder as its `*.jsonl` (a JSONL format), as one session (a document format that
+    recognises it), or as the files under it the document format recognises."""
+    if not path.is_dir():
+        return [path], []
+    if not _documents(fmt):
+        return source_files(path), []
+    detect = getattr(ingesters.get(fmt), "detect", None)
+    if detect is None or detect(path):
+        return [path], []
+    groups, unknown = sort_sources([path])
+    others = [p for name, group in groups.items() if name != fmt for p in group]
+    return groups.get(fmt, []), unknown + others
 
 
 def ingest_planned(
@@ -94,8 +114,9 @@ def ingest_planned(
         traces += got
         rejects += bad
         report.add(rep)
-    if plan.unknown:
+    if plan.unknown:  # read (looked at) and skipped: the accounting still adds up
         report.skipped[UNKNOWN_KIND] += len(plan.unknown)
+        report.lines_read += len(plan.unknown)
     return traces, rejects, report
 
 

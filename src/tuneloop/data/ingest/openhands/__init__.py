@@ -28,7 +28,6 @@ tool call batch) never becomes a second message — it is counted in
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -82,7 +81,7 @@ def openhands(**options: Any) -> DocumentConverter:
                     f"{source}: not an OpenHands conversation folder (no events/event-*.json)"
                 )
             return read_conversation(source, folder, keep_reasoning=keep)
-        if _is_event_folder_file(source) and os.path.basename(source.parent) == "events":
+        if _is_event_folder_file(source) and source.parent.name == "events":
             raise InputError(
                 f"{source}: one event of an SDK conversation; give its folder "
                 f"({source.parent.parent})"

@@ -51,6 +51,15 @@ SKIP_OBSERVATIONS = {
 SESSION_KEYS = ("id", "conversation_id", "session_id", "instance_id")
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (absent or wrong-typed fields)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _events(path: Path) -> tuple[list[Any], dict[str, Any]]:
     doc = load_json_document(path)
     if isinstance(doc, list):
@@ -80,6 +89,8 @@ class _Build:
     calls: set[str] = field(default_factory=set)
     """Every tool call id made so far (a result naming another one is not a tool message)."""
     copies: int = 0
+    encrypted: int = 0
+    """Encrypted reasoning blocks (Anthropic `redacted_thinking`) left out of the messages."""
     cost: float | None = None
 
     def add(self, n: int, message: Message) -> None:
@@ -91,8 +102,8 @@ class _Build:
 
     def model_response(self, n: int, event: dict[str, Any], meta: dict[str, Any]) -> None:
         """The assistant message of an action's model response (made once per response)."""
-        response = meta.get("model_response")
-        choices = response.get("choices") if isinstance(response, dict) else None
+        response = _obj(meta.get("model_response"))
+        choices = _list(response.get("choices"))
         if not choices or not isinstance(choices[0], dict):
             raise BadMessage("tool_call_metadata.model_response has no choices")
         rid = str(response.get("id") or f"event-{event.get('id')}")
@@ -106,19 +117,21 @@ class _Build:
             return
         reply = dict(choices[0].get("message") or {}, role="assistant")
         (message,) = to_messages([reply])
+        blocks = _list(reply.get("thinking_blocks"))
+        self.encrypted += sum(_obj(t).get("type") == "redacted_thinking" for t in blocks)
         self.by_response[rid] = message
         self.add(n, message)
 
 
 def _run_output(event: dict[str, Any]) -> str:
-    extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
-    meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+    extras = _obj(event.get("extras"))
+    meta = _obj(extras.get("metadata"))
     prefix, suffix = meta.get("prefix") or "", meta.get("suffix") or ""
     return f"{prefix}{event.get('content') or ''}{suffix}"
 
 
 def _action(b: _Build, n: int, event: dict[str, Any], kind: str) -> None:
-    args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    args = _obj(event.get("args"))
     source = event.get("source")
     meta = event.get("tool_call_metadata")
     if kind == "system":
@@ -213,6 +226,8 @@ def _trace(path: Path, holder: dict[str, Any], b: _Build, stamps: list[str]) -> 
     meta: dict[str, Any] = {"session_id": sid or path.stem, "format": "trajectory"}
     if isinstance(b.tools, list) and b.tools:
         meta["tools"] = b.tools
+    if b.encrypted:
+        meta["skipped_blocks"] = {"encrypted reasoning": b.encrypted}
     if b.copies:
         meta["model_response_copies"] = b.copies
     if b.cost is not None:
