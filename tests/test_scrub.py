@@ -142,3 +142,10 @@ def test_redacted_dict_keys_are_all_kept():
 def test_a_known_key_is_redacted_by_value():
     s = Scrubber(ScrubRules(known_keys=("plain-looking-key-42",)))
     assert s.text("key is plain-looking-key-42.") == "key is <SECRET>."
+
+
+def test_code_in_a_json_string_is_not_an_email_but_an_escaped_address_is() -> None:
+    from tuneloop.scrub import EMAIL
+
+    assert EMAIL.findall(r'{"content": "import x\n@app.get(\"/\")\ndef f(): ..."}') == []
+    assert EMAIL.findall(r'"line one\nops@example.org"') == ["ops@example.org"]

@@ -34,7 +34,11 @@ from pydantic import BaseModel
 from tuneloop.envkeys import PatternSet, Trigger, secret_rules
 from tuneloop.envkeys import redact_value as _redact_value
 
-EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+EMAIL = re.compile(
+    r"(?:(?<=\\[ntrbf])|(?<![\w.+\\-]))[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
+)
+"""An address not glued to a word; after a JSON escape (`\\n`) it starts after the escape, so
+code in a JSON string (`\\n@app.get(`) is not read as the address `n@app.get`."""
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 IPV4 = re.compile(rf"(?<![\d.]){_OCTET}(?:\.{_OCTET}){{3}}(?![\d.]*\d)")
 IPV6 = re.compile(

@@ -18,13 +18,15 @@ def test_ingest_prints_the_accounting_and_scrubs(tmp_path):
     out = tmp_path / "t.jsonl"
     r = runner.invoke(app, ["ingest", "--format", "claude_code", str(CLAUDE), "--out", str(out)])
     assert r.exit_code == 0, r.output
+    # a record is a line: the snapshot and the informational system entry are skipped by kind
     assert r.output.startswith(
-        "26 lines read, 2 records written (19 lines ingested), 7 lines rejected"
+        "26 records read, 2 records written (19 records ingested), 5 records rejected"
     )
+    assert "skipped       1  snapshot" in r.output and "skipped       1  system entry" in r.output
     text = out.read_text()
     assert "sk-ant-api03-FAKE" not in text and "<SECRET>" in text
     assert json.loads(text.splitlines()[0])["schema"] == "tuneloop.trace/1"
-    assert len((tmp_path / "t.rejects.jsonl").read_text().splitlines()) == 7
+    assert len((tmp_path / "t.rejects.jsonl").read_text().splitlines()) == 5
 
 
 def test_corpus_build_and_stats(tmp_path, tiny_suite):

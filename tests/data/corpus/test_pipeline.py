@@ -162,7 +162,10 @@ def test_agent_traces_keep_tool_calls_in_order_and_lose_no_secret(tmp_path):
     )
     result = build_corpus(cfg, tmp_path / "out", progress=False)
     prov = json.loads(result.provenance_path.read_text())
-    assert [(s["lines_read"], s["ingested"] + s["rejected"]) for s in prov["sources"]] == [
+    counted = [
+        s["ingested"] + s["rejected"] + sum(s.get("skipped", {}).values()) for s in prov["sources"]
+    ]
+    assert [(s["lines_read"], n) for s, n in zip(prov["sources"], counted, strict=True)] == [
         (12, 12),
         (26, 26),
     ]

@@ -14,11 +14,16 @@ from pathlib import Path
 from typing import Any, cast
 
 from tuneloop.data.ingest import (  # noqa: F401  (importing registers them)
+    aider,
     claude_code,
+    cline,
+    codex_cli,
+    gemini_cli,
     generic_jsonl,
     litellm,
     openai_chat,
     openhands,
+    otel,
 )
 from tuneloop.data.ingest.base import IngestReport, Reject, run_ingester
 from tuneloop.data.ingest.detect import detect_format, sort_sources

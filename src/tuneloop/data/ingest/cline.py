@@ -8,44 +8,42 @@ A task folder is one session and becomes one trace (`source_id` and `metadata.se
 the task id, the folder's name). It holds:
 - `api_conversation_history.json` (`claude_messages.json` before Cline 2.0): the conversation
   as sent to the model, Anthropic-style `{role, content}` messages (newer versions add `ts`,
-  `modelInfo`, `metrics`; Roo Code adds `isSummary`, truncation markers and stand-alone
-  `{"type": "reasoning"}` items). This is the conversation.
-- `ui_messages.json`: the chat panel's rows (`say`/`ask` kinds, JSON inside JSON strings,
-  `partial` streaming rows). Not the conversation: every row is skipped as `ui-only`
-  (`ui-partial` for a streaming row); rows give the timestamps (`ts`), the model
-  (`modelInfo`) when messages lack it, and the usage (`api_req_started` rows' tokens and cost,
-  summed into `metadata.usage`).
-- `task_metadata.json` (newer Cline): the model usage and the Cline version → metadata.
+  `modelInfo`, `metrics`; Roo Code adds `isSummary`, truncation markers, reasoning items);
+- `ui_messages.json`: the chat panel's rows. Not the conversation: each row is skipped as
+  `ui-only` (`ui-partial` for a streaming row), but read for the timestamps (`ts`), the model
+  (`modelInfo`, when messages lack it) and the usage (`api_req_started` rows' text is JSON in
+  a JSON string: tokens and cost, summed into `metadata.usage`);
+- `task_metadata.json` (newer Cline): the model and the Cline version.
 Records, numbered from 1 in this order: the API messages (record k is element k-1 of the API
 file), the UI rows, then `task_metadata.json` (one record).
 
 Conversion of the API messages:
-- assistant `text` → content; `thinking` → reasoning (option `reasoning: drop` leaves it out;
-  its `signature` is never text); `redacted_thinking` and encrypted `reasoning_details` are
-  counted in `metadata.skipped_blocks`; `tool_use` → tool calls (id, name, input as JSON);
-- user `tool_result` blocks → `tool` messages paired BY ID (`tool_use_id`);
+- assistant `text` → content, `tool_use` → tool calls (id, name, input as JSON), `thinking`
+  and Roo's `reasoning` blocks → reasoning (option `reasoning: drop` leaves it out; a
+  signature is never text); encrypted reasoning (`redacted_thinking`, `encrypted_content`) is
+  counted in `metadata.skipped_blocks`;
+- user `tool_result` blocks → `tool` messages, paired BY ID (`tool_use_id`);
 - results as plain text (the trap): Cline sends most results back as a user text block
-  `[read_file for 'src/a.ts'] Result:\n…` — before 3.x as a header block `[… ] Result:`
-  followed by the result block (plus image blocks) — even when the call was a real
-  `tool_use` with an id; a second call of one message is answered `Tool [read_file] was not
-  executed because a tool has already been used in this message…`. Each such block is paired
-  BY ORDER AND NAME with the first unanswered call of that name in the previous assistant
-  message and becomes a `tool` message (content kept verbatim, header included: it is what
-  the model saw). A result naming no open call stays user text, counted in
-  `metadata.unpaired_tool_results`;
-- XML tool calls (Cline before native tools, Roo Code's XML mode): when an assistant message
-  has no `tool_use` block, top-level `<tool_name>…</tool_name>` elements in its text, for the
-  tool names of Cline/Roo and those the next message's results name, become tool calls (child
-  elements → arguments; the XML is removed from the content), with deterministic ids
-  `cline_<record>_<k>`; then paired by order and name as above;
-- Roo Code: a stand-alone reasoning item's summary text becomes the next assistant message's
-  reasoning (encrypted-only items are skipped as `encrypted reasoning`), an `isSummary`
-  message (context condensing) goes to `metadata.compactions` with the message index it
-  applied at, a truncation marker is skipped as `truncation marker`;
-- a message with nothing left (no text, no calls) is skipped as `empty message`.
-Model switches within a task (per-message `modelInfo`) go to `metadata.model_switches`;
-`model` is the first. Deliberately not kept: the `request` text of `api_req_started` rows (a
-copy of the user message), checkpoint hashes, files in context.
+  `[read_file for 'src/a.ts'] Result:\n…` (before 3.x a header block, then the result block
+  and its images) even for a real `tool_use` with an id, and answers a second call of one
+  message with `Tool [read_file] was not executed because …`. Such a block is paired BY ORDER
+  AND NAME with the first unanswered call of that name (else one whose name holds it:
+  `[subagents]` answers `use_subagents`) in the previous assistant message and becomes a
+  `tool` message, kept verbatim (the header is what the model saw). A result naming no open
+  call stays user text (`metadata.unpaired_tool_results`);
+- XML tool calls (Cline before native tools, Roo's XML mode): when an assistant message has no
+  `tool_use` block, its top-level `<tool>…</tool>` elements for the tools the next message's
+  results name (or a turn-ending tool such as `attempt_completion`) become tool calls (child
+  elements → arguments; the XML leaves the content), with deterministic ids
+  `cline_<record>_<k>`, then paired as above;
+- Roo Code: a reasoning item's summary is the next assistant message's reasoning (an
+  encrypted-only item is skipped as `encrypted reasoning`); an `isSummary` message (context
+  condensing) goes to `metadata.compactions` with the message index it applied at; a
+  truncation marker is skipped as `truncation marker`;
+- a message left with no text and no calls is skipped as `empty message`.
+`model` is the first assistant message's; later switches go to `metadata.model_switches`.
+Deliberately not kept: the copy of each request in `api_req_started` rows, checkpoint hashes,
+the files in context.
 """
 
 from __future__ import annotations
@@ -67,20 +65,23 @@ from tuneloop.records.trace import Message, ToolCall, Trace
 API_FILES = ("api_conversation_history.json", "claude_messages.json")
 UI_FILE = "ui_messages.json"
 METADATA_FILE = "task_metadata.json"
-RESULT = re.compile(r"\A\[([A-Za-z_][\w.-]*)(?: for [\s\S]*?)?\] Result:")
-NOT_EXECUTED = re.compile(r"\ATool \[([A-Za-z_][\w.-]*)\] was not executed because")
-TOOLS = frozenset(
-    """execute_command read_file write_to_file replace_in_file apply_diff apply_patch
-    insert_content search_and_replace search_files list_files list_code_definition_names
-    codebase_search browser_action use_mcp_tool access_mcp_resource ask_followup_question
-    attempt_completion plan_mode_respond act_mode_respond new_task switch_mode
-    fetch_instructions load_mcp_documentation update_todo_list web_fetch web_search
-    condense summarize_task report_bug new_rule run_slash_command generate_image""".split()
+RESULT = re.compile(r"\A\[([A-Za-z_][\w.-]*)(?:(?: for |: )[\s\S]*?)?\] Result:")
+NOTICE = re.compile(
+    r"\A(?:Tool|Skipping tool) \[([A-Za-z_][\w.-]*)(?: for [\s\S]*?)?\] (?:was not executed"
+    r"|was interrupted and not executed|due to user rejecting)"
 )
-"""Cline and Roo Code tool names, for XML calls that no later result names (a last
-`attempt_completion`)."""
+TURN_ENDING = frozenset(
+    {"attempt_completion", "ask_followup_question", "plan_mode_respond", "new_task"}
+)
+"""Tools whose XML call may end a task with no result after it."""
+USAGE = {
+    "tokensIn": "tokens_in",
+    "tokensOut": "tokens_out",
+    "cacheWrites": "cache_writes",
+    "cacheReads": "cache_reads",
+    "cost": "cost_usd",
+}
 _PARAM = re.compile(r"<([A-Za-z_][\w-]*)>([\s\S]*?)</\1>")
-_VERBATIM = ("content", "diff")
 
 
 def is_cline_task(path: Path) -> bool:
@@ -104,43 +105,36 @@ def cline(**options: Any) -> DocumentConverter:
     return convert
 
 
-def _task_files(source: Path) -> tuple[Path, Path]:
-    """(API conversation file, task folder) of a source; InputError when it is neither."""
+def read_task(source: Path, *, keep_reasoning: bool = True) -> Parsed:
+    """One task folder (or its API file) → a `Parsed` with at most one trace."""
+    source = Path(source)
     folder = source if source.is_dir() else source.parent
-    api = source if source.is_file() else None
-    for name in API_FILES:
-        if api is None and (folder / name).is_file():
-            api = folder / name
+    api = (
+        source
+        if source.is_file()
+        else next((folder / n for n in API_FILES if (folder / n).is_file()), None)
+    )
     if api is None:
         raise InputError(
             f"{source}: not a Cline task folder (no {API_FILES[0]}); give a task folder "
             "`tasks/<id>/` or its api_conversation_history.json"
         )
-    return api, folder
-
-
-def read_task(source: Path, *, keep_reasoning: bool = True) -> Parsed:
-    """One task folder (or its API file) → a `Parsed` with at most one trace."""
-    api_file, folder = _task_files(Path(source))
-    history = load_json_document(api_file)
+    history = load_json_document(api)
     if not isinstance(history, list):
         got = type(history).__name__
-        raise InputError(f"{api_file}: expected a JSON array of messages, got {got}")
+        raise InputError(f"{api}: expected a JSON array of messages, got {got}")
     parsed = Parsed(records=len(history))
-    task = _Task(str(api_file), keep_reasoning)
+    task = _Task(str(api), keep_reasoning)
     for i, msg in enumerate(history):
-        following = history[i + 1] if i + 1 < len(history) else None
-        task.add(i + 1, msg, following, parsed)
+        task.add(i + 1, msg, history[i + 1] if i + 1 < len(history) else None, parsed)
     _read_ui(folder / UI_FILE, task, parsed)
     _read_metadata(folder / METADATA_FILE, task, parsed)
     trace = task.trace(folder.name)
-    if trace is None:
-        parsed.rejects.extend(
-            Reject(str(api_file), n, "task has no conversation turns", "dropped")
-            for n in task.lines
-        )
-    else:
+    if trace is not None:
         parsed.traces.append(trace)
+    else:
+        why = "task has no conversation turns"
+        parsed.rejects.extend(Reject(str(api), n, why, "dropped") for n in task.lines)
     return parsed
 
 
@@ -149,11 +143,11 @@ class _Task:
 
     def __init__(self, file: str, keep_reasoning: bool) -> None:
         self.file = file
-        self.keep_reasoning = keep_reasoning
+        self.keep = keep_reasoning
         self.messages: list[Message] = []
         self.lines: list[int] = []
         self.open_calls: list[ToolCall] = []
-        self.carried: list[str] = []
+        self.carried: list[str] = []  # a Roo reasoning item, for the next assistant message
         self.models: list[tuple[int, str]] = []
         self.times: list[int] = []
         self.meta: dict[str, Any] = {}
@@ -161,107 +155,91 @@ class _Task:
         self.unpaired = 0
 
     def add(self, n: int, msg: Any, following: Any, parsed: Parsed) -> None:
-        where = f"message {n - 1}"
+        """Record `n` (message n-1 of the API file); `following` is the message after it."""
         if not isinstance(msg, dict):
-            parsed.rejects.append(reject(self.file, n, f"{where}: not an object", msg))
+            parsed.rejects.append(reject(self.file, n, f"message {n - 1}: not an object", msg))
             return
         if isinstance(msg.get("ts"), int | float):
             self.times.append(int(msg["ts"]))
-        if msg.get("type") == "reasoning" and "role" not in msg:
-            self._reasoning_item(n, msg, parsed)
-            return
-        if msg.get("isTruncationMarker"):
+        role, content = msg.get("role"), msg.get("content")
+        if msg.get("type") == "reasoning" and role is None:
+            texts, _ = reasoning_texts(msg)
+            if not any(t.strip() for t in texts) or not self.keep:
+                parsed.skip(
+                    "reasoning (option reasoning: drop)" if texts else "encrypted reasoning"
+                )
+                return
+            self.carried += texts
+        elif msg.get("isTruncationMarker"):
             parsed.skip("truncation marker")
             return
-        role, content = msg.get("role"), msg.get("content")
-        if role not in ("user", "assistant") or not isinstance(content, str | list):
-            reason = f"{where}: expected role user/assistant and content a string or a list"
+        elif role not in ("user", "assistant") or not isinstance(content, str | list):
+            reason = f"message {n - 1}: expected role user/assistant and content a string or list"
             parsed.rejects.append(reject(self.file, n, reason, msg))
             return
-        if msg.get("isSummary"):
-            summary = content_text(content) or ""
-            self.meta.setdefault("compactions", []).append(
-                {"at_message": len(self.messages), "summary": summary}
-            )
-            self.lines.append(n)
-            return
-        before = len(self.messages)
-        if role == "user":
-            self._user(_blocks(content))
+        elif msg.get("isSummary"):
+            summary = {"at_message": len(self.messages), "summary": content_text(content) or ""}
+            self.meta.setdefault("compactions", []).append(summary)
         else:
-            self._assistant(n, msg, _blocks(content), _result_names(following))
-        if len(self.messages) == before:
-            parsed.skip("empty message")
-        else:
-            self.lines.append(n)
-
-    def _reasoning_item(self, n: int, item: dict[str, Any], parsed: Parsed) -> None:
-        summary = item.get("summary") if isinstance(item.get("summary"), list) else []
-        text = "\n".join(s["text"] for s in summary if isinstance(s, dict) and s.get("text"))
-        if not text:
-            parsed.skip("encrypted reasoning")
-        elif not self.keep_reasoning:
-            parsed.skip("reasoning (option reasoning: drop)")
-        else:
-            self.carried.append(text)
-            self.lines.append(n)
+            before = len(self.messages)
+            if role == "user":
+                self._user(_blocks(content))
+            else:
+                self._assistant(n, msg, _blocks(content), _named_tools(following))
+            if len(self.messages) == before:
+                parsed.skip("empty message")
+                return
+        self.lines.append(n)
 
     def _user(self, blocks: list[Any]) -> None:
         text: list[str] = []
         i = 0
         while i < len(blocks):
             block, i = blocks[i], i + 1
-            kind = block.get("type") if isinstance(block, dict) else None
-            if kind == "tool_result":
-                call = self._take(lambda c: c.id == str(block.get("tool_use_id")))
-                body = _result_text(block.get("content"))
-                if call is None:
+            if _kind(block) == "tool_result":
+                call = self._take(call_id=str(block.get("tool_use_id")))
+                body, is_error = _result_text(block.get("content")), block.get("is_error")
+                self.unpaired += call is None
+            else:
+                body, is_error = content_text([block]) or "", None
+                name = _named_tool(body)
+                call = self._take(name=name) if name else None
+                if call is None and name:
                     self.unpaired += 1
-                    text.append(body)
-                    continue
-                self._flush(text)
-                self._tool(call, body, bool(block.get("is_error")))
-                continue
-            body = content_text([block]) or ""
-            found = RESULT.match(body) or NOT_EXECUTED.match(body)
-            if found is None:
-                text.append(body)
-                continue
-            call = self._take(lambda c: c.name == found.group(1))
-            if call is None:
-                self.unpaired += 1
-                text.append(body)
-                continue
-            if found.re is RESULT and not body[found.end() :].strip() and i < len(blocks):
-                # Before Cline 3.x: a header block, then the result (a text block and images).
-                absorbed = [blocks[i]]
-                i += 1
-                while i < len(blocks) and _kind(blocks[i]) == "image":
-                    absorbed.append(blocks[i])
+                header_only = RESULT.match(body) and RESULT.sub("", body, 1).strip() == ""
+                if call is not None and header_only and i < len(blocks):
+                    # Before Cline 3.x: a header block, then the result block and its images.
+                    absorbed = [blocks[i]]
                     i += 1
-                body = f"{body}\n{content_text(absorbed) or ''}"
+                    while i < len(blocks) and _kind(blocks[i]) == "image":
+                        absorbed, i = [*absorbed, blocks[i]], i + 1
+                    body = f"{body}\n{content_text(absorbed) or ''}"
+            if call is None:
+                text.append(body)
+                continue
             self._flush(text)
-            self._tool(call, body, None)
+            self.messages.append(
+                Message(
+                    role="tool",
+                    content=body,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    is_error=bool(is_error) or None,
+                )
+            )
         self._flush(text)
         self.open_calls = []
 
-    def _take(self, match: Any) -> ToolCall | None:
-        """The first open call `match` accepts, removed from the open calls."""
-        for j, call in enumerate(self.open_calls):
-            if match(call):
-                return self.open_calls.pop(j)
+    def _take(self, *, call_id: str | None = None, name: str | None = None) -> ToolCall | None:
+        """The first open call with this id, or this name (else one whose name holds it: a
+        `[subagents]` result answers `use_subagents`), removed from the open calls."""
+        for same in (True, False):
+            for j, call in enumerate(self.open_calls):
+                if call_id is not None and call.id == call_id:
+                    return self.open_calls.pop(j)
+                if name and (call.name == name if same else name in call.name):
+                    return self.open_calls.pop(j)
         return None
-
-    def _tool(self, call: ToolCall, body: str, is_error: bool | None) -> None:
-        self.messages.append(
-            Message(
-                role="tool",
-                content=body,
-                tool_call_id=call.id,
-                name=call.name,
-                is_error=is_error or None,
-            )
-        )
 
     def _flush(self, text: list[str]) -> None:
         if any(t.strip() for t in text):
@@ -270,17 +248,14 @@ class _Task:
 
     def _assistant(self, n: int, msg: dict[str, Any], blocks: list[Any], names: set[str]) -> None:
         text: list[str] = []
-        reasoning = list(self.carried) if self.keep_reasoning else []
-        self.carried = []
+        reasoning, self.carried = self.carried, []
         calls: list[ToolCall] = []
         for block in blocks:
             kind = _kind(block)
             if kind == "text":
                 text.append(str(block.get("text") or ""))
-                reasoning += self._details(block.get("reasoning_details"))
-            elif kind == "thinking":
-                if self.keep_reasoning and block.get("thinking"):
-                    reasoning.append(str(block["thinking"]))
+            elif kind in ("thinking", "reasoning"):
+                reasoning += self._reasoning([block])
             elif kind == "tool_use":
                 arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
                 call_id = str(block.get("id") or f"cline_{n}_{len(calls)}")
@@ -289,19 +264,17 @@ class _Task:
                 text.append(content_text([block]) or "")
             else:
                 self.skipped_blocks[str(kind)] += 1
-        if isinstance(msg.get("reasoning_content"), str) and self.keep_reasoning:
-            reasoning.append(msg["reasoning_content"])
-        if not any(r.strip() for r in reasoning):
-            reasoning = self._details(msg.get("reasoning_details"))
+        if not any(r.strip() for r in reasoning):  # provider reasoning kept beside the blocks
+            holders = [msg, *(b for b in blocks if _kind(b) == "text")]
+            reasoning = self._reasoning(holders, details=True)
         content: str | None = "\n".join(text)
         if not calls:
-            content, calls = xml_calls(content or "", TOOLS | names, n)
+            content, calls = xml_calls(content or "", TURN_ENDING | names, n)
         if not (content or "").strip() and not calls:
             return
         info = msg.get("modelInfo")
-        model = info.get("modelId") if isinstance(info, dict) else None
-        if isinstance(model, str) and model:
-            self.models.append((len(self.messages), model))
+        if isinstance(info, dict) and isinstance(info.get("modelId"), str) and info["modelId"]:
+            self.models.append((len(self.messages), info["modelId"]))
         self.messages.append(
             Message(
                 role="assistant",
@@ -312,15 +285,16 @@ class _Task:
         )
         self.open_calls = list(calls)
 
-    def _details(self, details: Any) -> list[str]:
-        """Texts of OpenRouter-style `reasoning_details`; encrypted ones are counted."""
-        out: list[str] = []
-        for item in details if isinstance(details, list) else []:
-            if isinstance(item, dict) and isinstance(item.get("text"), str):
-                out.append(item["text"])
-            elif isinstance(item, dict):
-                self.skipped_blocks["encrypted reasoning"] += 1
-        return out if self.keep_reasoning else []
+    def _reasoning(self, holders: list[dict[str, Any]], *, details: bool = False) -> list[str]:
+        """The reasoning texts of `holders` (see `reasoning_texts`), encrypted parts counted
+        in `skipped_blocks`; none when the option drops reasoning."""
+        texts: list[str] = []
+        for holder in holders:
+            found, encrypted = reasoning_texts(holder, details=details)
+            texts += found
+            if encrypted:
+                self.skipped_blocks["encrypted reasoning"] += encrypted
+        return texts if self.keep else []
 
     def trace(self, task_id: str) -> Trace | None:
         if not self.messages:
@@ -333,13 +307,13 @@ class _Task:
             if name != current:
                 switches.append({"at_message": at, "model": name})
                 current = name
-        if switches:
-            meta["model_switches"] = switches
-        if self.skipped_blocks:
-            meta["skipped_blocks"] = dict(self.skipped_blocks)
-        if self.unpaired:
-            meta["unpaired_tool_results"] = self.unpaired
-        times = self.times or ([int(task_id)] if task_id.isdigit() else [])
+        extras = {
+            "model_switches": switches,
+            "skipped_blocks": dict(self.skipped_blocks),
+            "unpaired_tool_results": self.unpaired,
+        }
+        meta.update({k: v for k, v in extras.items() if v})
+        start = self.times or ([int(task_id)] if task_id.isdigit() else [])
         return Trace(
             source="cline",
             source_id=task_id,
@@ -347,7 +321,7 @@ class _Task:
             source_lines=sorted(self.lines),
             messages=self.messages,
             model=model,
-            started_at=iso_time(min(times)) if times else None,
+            started_at=iso_time(min(start)) if start else None,
             ended_at=iso_time(max(self.times)) if self.times else None,
             metadata=meta,
         )
@@ -356,15 +330,16 @@ class _Task:
 def xml_calls(
     text: str, names: set[str] | frozenset[str], n: int
 ) -> tuple[str | None, list[ToolCall]]:
-    """(text without them, calls) for the top-level `<tool>…</tool>` elements in `text` whose
-    tag is one of `names`; ids `cline_<n>_<k>`."""
+    """(text without them, calls) for the top-level `<tool>…</tool>` elements of `text`
+    whose tag is in `names`; ids `cline_<n>_<k>`."""
     if not names or "<" not in text:
         return text, []
-    pattern = re.compile(r"<(%s)>([\s\S]*?)</\1>" % "|".join(map(re.escape, sorted(names))))
+    tags = "|".join(map(re.escape, sorted(names)))
+    pattern = re.compile(rf"<({tags})>([\s\S]*?)</\1>")
     calls: list[ToolCall] = []
     for found in pattern.finditer(text):
         params = {
-            key: value.strip("\n") if key in _VERBATIM else value.strip()
+            key: value.strip("\n") if key in ("content", "diff") else value.strip()
             for key, value in _PARAM.findall(found.group(2))
         }
         arguments = json.dumps(params, ensure_ascii=False)
@@ -373,32 +348,28 @@ def xml_calls(
         )
     if not calls:
         return text, []
-    rest = pattern.sub("", text).rstrip()
-    return (rest or None), calls
+    return pattern.sub("", text).rstrip() or None, calls
 
 
 def _read_ui(path: Path, task: _Task, parsed: Parsed) -> None:
     """Count the UI rows (skipped), reading timestamps, the model and the usage from them."""
     if not path.is_file():
         return
-    start = parsed.records
+    first = parsed.records + 1
     try:
         rows = load_json_document(path)
     except InputError as err:
-        parsed.records += 1
-        parsed.rejects.append(reject(path, start + 1, f"{UI_FILE}: {err}"))
-        return
+        rows = err
     if not isinstance(rows, list):
         parsed.records += 1
-        parsed.rejects.append(reject(path, start + 1, f"{UI_FILE}: expected a JSON array"))
+        why = f"{UI_FILE}: {rows}" if isinstance(rows, InputError) else "expected a JSON array"
+        parsed.rejects.append(reject(path, first, why))
         return
     parsed.records += len(rows)
     usage: Counter[str] = Counter()
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
-            parsed.rejects.append(
-                reject(path, start + i + 1, f"{UI_FILE} row {i}: not an object", row)
-            )
+            parsed.rejects.append(reject(path, first + i, f"{UI_FILE} row {i}: not an object", row))
             continue
         parsed.skip("ui-partial" if row.get("partial") else "ui-only")
         if isinstance(row.get("ts"), int | float):
@@ -406,32 +377,15 @@ def _read_ui(path: Path, task: _Task, parsed: Parsed) -> None:
         info = row.get("modelInfo")
         if isinstance(info, dict) and isinstance(info.get("modelId"), str):
             task.meta.setdefault("fallback_model", info["modelId"])
-        if row.get("say") == "api_req_started":
-            usage.update(_request_usage(row.get("text")))
+        if row.get("say") == "api_req_started" and isinstance(row.get("text"), str):
+            try:
+                request = json.loads(row["text"])
+            except json.JSONDecodeError:
+                continue
+            if isinstance(request, dict):
+                usage.update({USAGE[k]: v for k, v in request.items() if k in USAGE and _number(v)})
     if usage:
-        task.meta["usage"] = {k: round(v, 6) if k == "cost_usd" else v for k, v in usage.items()}
-
-
-def _request_usage(text: Any) -> dict[str, float]:
-    """Tokens and cost of an `api_req_started` row (its text is a JSON string)."""
-    try:
-        info = json.loads(text) if isinstance(text, str) else None
-    except json.JSONDecodeError:
-        return {}
-    if not isinstance(info, dict):
-        return {}
-    names = {
-        "tokensIn": "tokens_in",
-        "tokensOut": "tokens_out",
-        "cacheWrites": "cache_writes",
-        "cacheReads": "cache_reads",
-        "cost": "cost_usd",
-    }
-    return {
-        out: info[key]
-        for key, out in names.items()
-        if isinstance(info.get(key), int | float) and not isinstance(info.get(key), bool)
-    }
+        task.meta["usage"] = {k: round(v, 6) for k, v in usage.items()}
 
 
 def _read_metadata(path: Path, task: _Task, parsed: Parsed) -> None:
@@ -442,10 +396,10 @@ def _read_metadata(path: Path, task: _Task, parsed: Parsed) -> None:
     try:
         data = load_json_document(path)
     except InputError as err:
-        parsed.rejects.append(reject(path, parsed.records, f"{METADATA_FILE}: {err}"))
-        return
+        data = err
     if not isinstance(data, dict):
-        parsed.rejects.append(reject(path, parsed.records, f"{METADATA_FILE}: not an object"))
+        why = f"{METADATA_FILE}: {data}" if isinstance(data, InputError) else "not an object"
+        parsed.rejects.append(reject(path, parsed.records, why))
         return
     usage = [u for u in data.get("model_usage") or [] if isinstance(u, dict)]
     if usage and isinstance(usage[0].get("model_id"), str):
@@ -456,6 +410,25 @@ def _read_metadata(path: Path, task: _Task, parsed: Parsed) -> None:
     task.lines.append(parsed.records)
 
 
+def reasoning_texts(holder: dict[str, Any], *, details: bool = False) -> tuple[list[str], int]:
+    """(texts, encrypted parts) of a `thinking` / `reasoning` block or reasoning item, or
+    (`details`) of the `reasoning_content` / `reasoning_details` beside a message's blocks.
+    A signature is never text."""
+    keys = ("reasoning_content",) if details else ("thinking", "text")
+    texts = [holder[k] for k in keys if isinstance(holder.get(k), str)]
+    encrypted = 0
+    parts = holder.get("reasoning_details" if details else "summary")
+    for part in parts if isinstance(parts, list) else []:
+        text = (part.get("text") or part.get("summary")) if isinstance(part, dict) else None
+        if isinstance(text, str):
+            texts.append(text)
+        else:
+            encrypted += 1
+    if holder.get("encrypted_content") and not any(t.strip() for t in texts):
+        encrypted += 1
+    return texts, encrypted
+
+
 def _blocks(content: str | list[Any]) -> list[Any]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
@@ -464,20 +437,26 @@ def _kind(block: Any) -> Any:
     return block.get("type") if isinstance(block, dict) else None
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _result_text(content: Any) -> str:
     if isinstance(content, str | list) or content is None:
         return content_text(content) or ""
     return json.dumps(content, ensure_ascii=False)
 
 
-def _result_names(msg: Any) -> set[str]:
-    """Tool names that the text results of a (user) message name."""
-    if not isinstance(msg, dict) or not isinstance(msg.get("content"), str | list):
+def _named_tool(text: str) -> str | None:
+    """The tool a plain-text result (or a not-executed notice) names."""
+    found = RESULT.match(text) or NOTICE.match(text)
+    return found.group(1) if found else None
+
+
+def _named_tools(msg: Any) -> set[str]:
+    """The tools the plain-text results of a (user) message name."""
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if not isinstance(content, str | list):
         return set()
-    names = set()
-    for block in _blocks(msg["content"]):
-        text = block.get("text") if isinstance(block, dict) else None
-        found = (RESULT.match(text) or NOT_EXECUTED.match(text)) if isinstance(text, str) else None
-        if found:
-            names.add(found.group(1))
-    return names
+    texts = [b.get("text") for b in _blocks(content) if isinstance(b, dict)]
+    return {name for t in texts if isinstance(t, str) and (name := _named_tool(t))}

@@ -37,8 +37,9 @@ with no result in the file (`web_search_call`: queries in `metadata.web_searches
 rejects, an output for a call the file never made a `malformed` one.
 
 A document ingester although the file is JSONL: line ingesters cannot yet count records
-skipped by kind, and a rollout is one session per file anyway. A folder given with
-`--format codex_cli` is refused with a hint (its files, or `--format auto`).
+skipped by kind, and a rollout is one session per file anyway. One source is one file: given a
+folder (`~/.codex/sessions`), `tuneloop ingest` reads the rollouts under it (`sources.py`); the
+converter itself refuses a folder.
 """
 
 from __future__ import annotations
@@ -91,6 +92,15 @@ SKIPPED_ITEMS = {
     "context_compaction": "compaction",
     "additional_tools": "tool list",
 }
+SESSION_KEYS = (
+    "cwd",
+    "originator",
+    "cli_version",
+    "source",
+    "model_provider",
+    "forked_from_id",
+    "git",
+)
 CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 """User-role messages Codex writes itself (not a turn the user typed; rollback counts turns)."""
 
@@ -113,15 +123,15 @@ class _Texts:
         if not isinstance(text, str) or not text.strip():
             return False
         left, text = self._left.get(kind, []), text.strip()
-        for i, have in enumerate(left):
-            if have == text:
-                del left[i]
-                return True
-        for i, have in enumerate(left):
-            if text in have:
-                del left[i]
-                return True
-        return False
+        i = (
+            left.index(text)
+            if text in left
+            else next((i for i, h in enumerate(left) if text in h), -1)
+        )
+        if i < 0:
+            return False
+        del left[i]
+        return True
 
 
 def _item_texts(lines: list[Line]) -> tuple[_Texts, set[str]]:
@@ -185,7 +195,7 @@ class _Session:
         self.keep_reasoning = keep_reasoning
         self.messages: list[Message] = []
         self.owners: list[list[int]] = []
-        self.calls: dict[str, int] = {}
+        self.calls: set[str] = set()
         self.answered: set[str] = set()
         self.reasoning: list[str] = []
         self.reasoning_lines: list[int] = []
@@ -244,7 +254,7 @@ class _Session:
             *(target.tool_calls or []),
             ToolCall(id=str(call_id), name=name, arguments=args),
         ]
-        self.calls[str(call_id)] = len(self.messages) - 1
+        self.calls.add(str(call_id))
 
     def output(self, n: int, p: dict[str, Any]) -> None:
         call_id = p.get("call_id")
@@ -283,7 +293,7 @@ class _Session:
             self.reject(m, f"rolled back by the user (line {n}: thread_rolled_back)", "dropped")
         for message in self.messages[cut:]:
             for c in message.tool_calls or []:
-                self.calls.pop(c.id, None)
+                self.calls.discard(c.id)
         del self.messages[cut:], self.owners[cut:]
 
     def trace(self) -> Trace | None:
@@ -319,15 +329,7 @@ def _session_meta(s: _Session, p: dict[str, Any]) -> None:
         return
     s.meta["session_id"] = p.get("id")
     s.meta["started_at"] = p.get("timestamp")
-    for key in (
-        "cwd",
-        "originator",
-        "cli_version",
-        "source",
-        "model_provider",
-        "forked_from_id",
-        "git",
-    ):
+    for key in SESSION_KEYS:
         if p.get(key) not in (None, {}, ""):
             s.meta[key] = p[key]
     base = p.get("base_instructions") or p.get("instructions")

@@ -95,19 +95,14 @@ def run_document(
     rejects = [r for r in parsed.rejects if r.line in rejected]
     skipped = sum(parsed.skipped.values())
     missing = parsed.records - len(merged) - len(rejected) - skipped
-    if missing > 0:
-        rejects.append(
-            Reject(
-                str(source),
-                0,
-                f"{missing} records not accounted for by the ingester (plugin bug)",
-                "unaccounted",
-            )  # fmt: skip
-        )
+    if missing != 0:  # fewer accounted for than read, or some counted twice: a plugin bug
+        what = "not accounted for" if missing > 0 else "accounted for twice"
+        reason = f"{abs(missing)} records {what} by the ingester (plugin bug)"
+        rejects.append(Reject(str(source), 0, reason, "unaccounted"))
     report = IngestReport(
         lines_read=parsed.records,
         ingested=len(merged),
-        rejected=len(rejected) + (1 if missing > 0 else 0),
+        rejected=len(rejected) + (1 if missing != 0 else 0),
         traces=len(parsed.traces),
         skipped=Counter(parsed.skipped),
     )
