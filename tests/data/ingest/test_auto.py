@@ -73,3 +73,31 @@ def test_a_100_mb_file_of_one_line(tmp_path, fmt):
     ran.assert_input_error(str(huge))
     assert len(ran.output) < 2000  # the line is never echoed whole
     assert not out.exists()
+
+
+def test_auto_tells_every_format_apart_in_one_folder(tmp_path):
+    """One real fixture of each format side by side (a Cline task folder among the files)."""
+    picks = {
+        "aider": "aider/chat-history.md",
+        "claude_code": "claude_code/subagent.jsonl",
+        "cline": "cline/1770858773985",
+        "codex_cli": next((FIXTURES / "codex_cli").glob("rollout-*.jsonl")).relative_to(FIXTURES),
+        "gemini_cli": "gemini_cli/session-2025-12-01T21-45-5b959dae.json",
+        "litellm": "litellm/standard_logging_payload.json",
+        "openai_chat": "openai_proxy.jsonl",
+        "openhands": "openhands/v0/basic_interactions.json",
+        "otel": "otel/openinference.json",
+    }
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for fmt, rel in picks.items():
+        src = FIXTURES / rel
+        dst = mixed / f"{fmt}-{src.name}"
+        shutil.copytree(src, dst) if src.is_dir() else shutil.copy(src, dst)
+    out = tmp_path / "traces.jsonl"
+    ran = tuneloop("ingest", mixed, "--format", "auto", "--out", out)
+    assert ran.code == 0, ran.output
+    for fmt in picks:
+        assert f"auto: {fmt} for 1 source(s): {mixed / fmt}-" in ran.stdout, (fmt, ran.stdout)
+    assert "no known format" not in ran.stdout
+    assert len(out.read_text().splitlines()) >= len(picks)
