@@ -5,7 +5,8 @@
 Keeps the real round command's contract: `<workdir>/rounds/<round>/` exists once a round has
 started (a rerun resumes it), a finished round rerun reports its recorded exit status without
 working again, SIGTERM exits 143 and SIGINT 130. What it does is read from the JSON PLAN
-(`{"sleep": s, "exit": n, "ignore_term": bool, "say": "error: …"}`, optionally overridden
+(`{"sleep": s, "until": path, "exit": n, "ignore_term": bool, "say": "error: …"}`: `until`
+ends the sleep early once that file exists; optionally overridden
 per round under `"rounds": {"r0001": {…}}`), re-read at every start so that a test can change
 it between attempts. Every step is appended to `<workdir>/fake-events.txt` (`start r0001
 <pid>`, `term r0001`, `done r0001 0`, `exit r0001 2`, `again r0001`): the tests count them.
@@ -57,7 +58,8 @@ def main() -> int:
     signal.signal(signal.SIGINT, stop)
     event(workdir_p, f"start {round_id} {os.getpid()}")
     end = time.monotonic() + float(plan.get("sleep", 0))
-    while time.monotonic() < end:
+    until = Path(plan["until"]) if plan.get("until") else None
+    while time.monotonic() < end and not (until is not None and until.exists()):
         time.sleep(0.02)
     code = int(plan.get("exit", 0))
     if plan.get("say"):

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -102,18 +103,27 @@ def test_a_round_left_running_by_a_dead_watcher_is_waited_for_not_doubled(
     tmp_path: Path, procs: Procs
 ) -> None:
     world = make_world(tmp_path)
-    # survives its watcher's death, and runs long enough that the second watcher (seconds to
-    # start on a loaded 2-core machine) still finds it running: with 2 s it sometimes did not
-    world.set_plan(sleep=8, ignore_term=True)
+    # survives its watcher's death, and runs until the second watcher says it waits for it
+    # (a fixed sleep raced the second watcher's start on a loaded 2-core machine)
+    release = tmp_path / "release"
+    world.set_plan(sleep=120, until=str(release), ignore_term=True)
     world.add_labels(2)
     first = procs.watch(world)
     wait_for(lambda: world.count("start", "r0001") == 1)
     first.kill()
     first.communicate()
     second = procs.watch(world, "--max-rounds", "1")
-    _, err = second.communicate(timeout=60)
+    said: list[str] = []
+    assert second.stderr is not None
+    reader = threading.Thread(target=lambda: said.extend(second.stderr), daemon=True)
+    reader.start()
+    waiting = "from an earlier watcher still runs; waiting for it to end"
+    wait_for(lambda: any(waiting in line for line in said), timeout=60)
+    release.touch()
+    second.wait(timeout=60)
+    reader.join(10)
+    err = "".join(said)
     assert second.returncode == 0, err
-    assert "from an earlier watcher still runs; waiting for it to end" in err
     # one process did the work; the resume found it finished and reported its status
     assert world.count("start", "r0001") == 1 and world.count("done", "r0001") == 1
     assert world.count("again", "r0001") == 1
