@@ -27,6 +27,7 @@ Scorers registered `inline` (the built-in text scorers: microseconds) run on the
 other scorers, such as the sandboxed `python_tests`, run in worker threads so they never stall
 the requests in flight. Which scorer an item gets is `scorers/resolve.py`'s, as in training.
 The API key is redacted from every row, summary and error on its way out (`redact.py`).
+What the process held before the eval is kept out of the collector's full scans (`heap.py`).
 Items scored `judge` are graded by the judge file of `eval.judge`, loaded and checked before
 any request; a judge that refuses (401/403/404) stops the eval like a refusing endpoint.
 
@@ -61,6 +62,7 @@ from tuneloop.envkeys import Redactor
 from tuneloop.envs import is_agent_item
 from tuneloop.errors import InputError, PhaseFailed
 from tuneloop.evaluate.agent import run_agent
+from tuneloop.evaluate.heap import frozen_heap
 from tuneloop.evaluate.plan import (
     Key,
     build_payload,
@@ -154,7 +156,7 @@ def evaluate(
     redactor = Redactor((api_key,))
     slicing = slicing or SlicingConfig()
     slice_name = settings.slice
-    with redacted_errors(redactor):
+    with redacted_errors(redactor), frozen_heap():
         suite = load_suite(Path(suite_path), slicing.default_scorer)
         ids = [i.id for i in suite.items]
         if slice_name is not None:
