@@ -24,16 +24,11 @@ from tuneloop.data.ingest.aider import (
 from tuneloop.errors import InputError
 
 from ..test_secrets_never_written import SEP, secret
+from .kit import ingest_one
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 CHAT = FIXTURES / "aider" / "chat-history.md"
 LLM = FIXTURES / "aider" / "llm.history"
-
-
-def _one(source: Path, **options):
-    traces, rejects, report = ingest_files("aider", [source], options)
-    assert report.ingested + report.rejected + sum(report.skipped.values()) == report.lines_read
-    return traces, rejects, report
 
 
 def _roles(traces) -> dict[str, int]:
@@ -45,7 +40,7 @@ def _roles(traces) -> dict[str, int]:
 
 
 def test_chat_history_sessions_commands_and_outputs():
-    traces, rejects, report = _one(CHAT)
+    traces, rejects, report = ingest_one("aider", CHAT)
     assert (report.lines_read, report.ingested, report.traces, rejects) == (90, 25, 6, [])
     assert report.skipped == {"aider output": 39, "command": 18, "empty session": 8}
     assert _roles(traces) == {"user": 9, "assistant": 12}
@@ -69,7 +64,7 @@ def test_chat_history_sessions_commands_and_outputs():
 
 
 def test_chat_history_reply_edit_blocks_model_and_usage():
-    spinner = _one(CHAT)[0][1]
+    spinner = ingest_one("aider", CHAT)[0][1]
     assert [m.role for m in spinner.messages] == ["user", "assistant"]
     assert spinner.messages[0].content == "Use the Spinner instead of the inlined custom spinner"
     reply = spinner.messages[1].content
@@ -88,7 +83,7 @@ def test_chat_history_reply_edit_blocks_model_and_usage():
 
 
 def test_chat_history_model_switch_clear_and_multiline_output():
-    traces = _one(CHAT)[0]
+    traces = ingest_one("aider", CHAT)[0]
     mini = traces[2]
     assert mini.model == "gpt-4o-mini" and [
         m.content for m in mini.messages if m.role == "user"
@@ -109,7 +104,7 @@ def test_chat_history_model_switch_clear_and_multiline_output():
 
 
 def test_llm_history_one_trace_per_request():
-    traces, rejects, report = _one(LLM)
+    traces, rejects, report = ingest_one("aider", LLM)
     assert (report.lines_read, report.ingested, report.traces, rejects) == (8, 8, 4, [])
     assert _roles(traces) == {"system": 4, "user": 18, "assistant": 18}
     assert [len(t.messages) for t in traces] == [7, 9, 11, 13]

@@ -13,6 +13,8 @@ from tuneloop.cli import build_app
 from tuneloop.data.ingest import detect_format, ingest_files, sort_sources
 from tuneloop.errors import InputError
 
+from .kit import balanced
+
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 FIXTURE = FIXTURES / "claude_code_session.jsonl"
 SESSION = "6f1c2d3e-aaaa-4bbb-8ccc-123456789abc"
@@ -22,10 +24,6 @@ MAIN = REAL / f"{PREFIX}.jsonl"
 AGENT = REAL / PREFIX / "subagents" / "agent-aac57f5.jsonl"
 COMPACT = REAL / PREFIX / "subagents" / "agent-acompact-946d2b.jsonl"
 PARALLEL = REAL / "subagent.jsonl"
-
-
-def _balanced(report) -> bool:
-    return report.ingested + report.rejected + sum(report.skipped.values()) == report.lines_read
 
 
 # ---- the hand-written fixture ------------------------------------------------------------------
@@ -38,7 +36,7 @@ def result():
 
 def test_every_line_is_accounted_for(result):
     traces, rejects, report = result
-    assert report.lines_read == 26 and _balanced(report)
+    assert report.lines_read == 26 and balanced(report)
     assert report.traces == 2
     reasons = {r.line: r.category for r in rejects}
     assert reasons == {
@@ -96,7 +94,7 @@ def test_sidechain_is_its_own_trace(result):
 
 def test_sidechains_can_be_dropped_with_a_reason():
     traces, rejects, report = ingest_files("claude_code", [FIXTURE], {"sidechains": "drop"})
-    assert report.traces == 1 and _balanced(report)
+    assert report.traces == 1 and balanced(report)
     assert {r.line for r in rejects if "sidechain" in r.reason} == {9, 10, 11, 12}
 
 
@@ -215,7 +213,7 @@ def test_reasoning_can_be_dropped():
     (trace,), _, report = ingest_files("claude_code", [PARALLEL], {"reasoning": "drop"})
     assert not any(m.reasoning for m in trace.messages)
     assert report.skipped["reasoning dropped"] == 4 and report.ingested == 44
-    assert _balanced(report)
+    assert balanced(report)
 
 
 def test_auto_detects_every_transcript_of_a_project_folder_and_nothing_else():
@@ -290,7 +288,7 @@ def test_hidden_reasoning_records_are_skipped_and_titles_kept(tmp_path):
     }
     assert trace.metadata["title"] == "My title" and 2 in trace.source_lines
     assert [(r.line, r.category) for r in rejects] == [(8, "unsupported")]
-    assert _balanced(report)
+    assert balanced(report)
 
 
 def test_a_call_without_result_in_the_middle_is_listed_not_unfinished(tmp_path):

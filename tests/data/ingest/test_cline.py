@@ -20,6 +20,7 @@ from tuneloop.data.ingest.cline import is_cline_task, read_task, xml_calls
 from tuneloop.errors import InputError
 
 from ..test_secrets_never_written import SEP, secret
+from .kit import assert_paired, ingest_one
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 HERE = FIXTURES / "cline"
@@ -28,25 +29,8 @@ NATIVE = HERE / "1770858773985"
 ROO = HERE / "0b9d4c2e-7f3a-4e55-9a61-2d8c3f7e1a44"
 
 
-def _one(source: Path, **options):
-    traces, rejects, report = ingest_files("cline", [source], options)
-    assert report.ingested + report.rejected + sum(report.skipped.values()) == report.lines_read
-    return traces, rejects, report
-
-
 def _calls(trace) -> list:
     return [c for m in trace.messages for c in m.tool_calls or []]
-
-
-def _assert_paired(trace) -> None:
-    """Each tool message answers a call of the assistant message before it, by id."""
-    open_calls: set[str] = set()
-    for m in trace.messages:
-        if m.role == "assistant":
-            open_calls = {c.id for c in m.tool_calls or []}
-        elif m.role == "tool":
-            assert m.tool_call_id in open_calls
-            open_calls.discard(m.tool_call_id)
 
 
 def _roles(trace) -> dict[str, int]:
@@ -57,11 +41,11 @@ def _roles(trace) -> dict[str, int]:
 
 
 def test_cline_2_xml_calls_and_header_block_results():
-    [trace], rejects, report = _one(XML)
+    [trace], rejects, report = ingest_one("cline", XML)
     assert (report.lines_read, report.ingested, rejects) == (38, 14, [])  # 14 messages, 24 rows
     assert report.skipped == {"ui-only": 22, "ui-partial": 2}
     assert _roles(trace) == {"user": 7, "assistant": 7, "tool": 7} and len(_calls(trace)) == 8
-    _assert_paired(trace)
+    assert_paired(trace)
     first = trace.messages[1]
     assert [(c.id, c.name, json.loads(c.arguments)) for c in first.tool_calls] == [
         ("cline_2_0", "read_file", {"path": "app.py"})
@@ -101,11 +85,11 @@ def test_cline_2_xml_calls_and_header_block_results():
 
 
 def test_cline_3_native_calls_answered_in_plain_text():
-    [trace], rejects, report = _one(NATIVE)
+    [trace], rejects, report = ingest_one("cline", NATIVE)
     assert (report.lines_read, report.ingested, rejects) == (31, 11, [])  # 10 + 20 rows + meta
     assert report.skipped == {"ui-only": 17, "ui-partial": 3}
     assert _roles(trace) == {"user": 5, "assistant": 5, "tool": 5} and len(_calls(trace)) == 6
-    _assert_paired(trace)
+    assert_paired(trace)
     first = trace.messages[1]
     assert [c.id for c in first.tool_calls] == [
         "toolu_01R7mXcVq2Lk8Jd3PbZt5Wn4",
@@ -131,11 +115,11 @@ def test_cline_3_native_calls_answered_in_plain_text():
 
 
 def test_roo_code_native_tools_condense_and_encrypted_reasoning():
-    [trace], rejects, report = _one(ROO)
+    [trace], rejects, report = ingest_one("cline", ROO)
     assert (report.lines_read, report.ingested, rejects) == (35, 13, [])
     assert report.skipped == {"ui-only": 21, "ui-partial": 1}
     assert _roles(trace) == {"user": 6, "assistant": 6, "tool": 6} and len(_calls(trace)) == 7
-    _assert_paired(trace)
+    assert_paired(trace)
     assert trace.messages[1].reasoning.startswith("Read the function first")
     assert trace.metadata["skipped_blocks"] == {"encrypted reasoning": 1}
     assert "gAAAAAB" not in json.dumps(trace.to_json())
@@ -152,8 +136,8 @@ def test_roo_code_native_tools_condense_and_encrypted_reasoning():
 
 def test_reasoning_drop_and_unknown_options():
     for folder in (NATIVE, ROO):
-        [kept], _, _ = _one(folder)
-        [dropped], _, report = _one(folder, reasoning="drop")
+        [kept], _, _ = ingest_one("cline", folder)
+        [dropped], _, report = ingest_one("cline", folder, reasoning="drop")
         assert all(m.reasoning is None for m in dropped.messages)
         assert len(dropped.messages) == len(kept.messages)
     with pytest.raises(InputError, match="unknown option"):
@@ -163,8 +147,8 @@ def test_reasoning_drop_and_unknown_options():
 
 
 def test_the_api_file_itself_reads_the_whole_folder():
-    by_folder = _one(NATIVE)
-    by_file = _one(NATIVE / "api_conversation_history.json")
+    by_folder = ingest_one("cline", NATIVE)
+    by_file = ingest_one("cline", NATIVE / "api_conversation_history.json")
     assert [t.to_json() for t in by_file[0]] == [t.to_json() for t in by_folder[0]]
     assert by_file[2].to_json() == by_folder[2].to_json()
 
@@ -217,7 +201,7 @@ def test_bad_messages_are_rejected_with_their_position(tmp_path):
         ],
         ui='[{"ts": 1, "type": "say", "say": "text"}, 7',
     )
-    [trace], rejects, report = _one(folder)
+    [trace], rejects, report = ingest_one("cline", folder)
     assert [(r.line, r.category) for r in rejects] == [
         (2, "malformed"),
         (3, "malformed"),
@@ -245,7 +229,7 @@ def test_unreadable_sources_name_themselves(tmp_path):
 def test_a_task_without_turns_rejects_what_it_read(tmp_path):
     folder = _task(tmp_path, [{"role": "assistant", "content": ""}], ui=[{"ts": 1, "type": "say"}])
     (folder / "task_metadata.json").write_text('{"model_usage": []}')
-    traces, rejects, report = _one(folder)
+    traces, rejects, report = ingest_one("cline", folder)
     assert traces == [] and [(r.line, r.category) for r in rejects] == [(3, "dropped")]
     assert report.skipped == {"empty message": 1, "ui-only": 1}
 
@@ -275,7 +259,7 @@ def test_results_that_name_no_open_call_stay_user_text(tmp_path):
             },
         ],
     )
-    [trace], _, _ = _one(folder)
+    [trace], _, _ = ingest_one("cline", folder)
     assert [(m.role, m.content) for m in trace.messages[2:]] == [
         ("user", "stray\n[list_files for '.'] Result:\na.py"),
         ("tool", "A\n[image]"),
@@ -296,7 +280,7 @@ def test_a_result_may_name_the_tool_without_its_verb(tmp_path):
             },
         ],
     )
-    [trace], _, _ = _one(folder)
+    [trace], _, _ = ingest_one("cline", folder)
     assert trace.messages[-1].role == "tool" and trace.messages[-1].tool_call_id == "s1"
 
 
@@ -323,7 +307,7 @@ def test_legacy_file_name_header_block_images_and_notices(tmp_path):
         api="claude_messages.json",
     )
     assert is_cline_task(folder)
-    [trace], _, _ = _one(folder)
+    [trace], _, _ = ingest_one("cline", folder)
     assert [m.role for m in trace.messages] == ["user", "assistant", "tool", "tool", "user"]
     assert trace.messages[1].content is None
     assert trace.messages[2].content == "[read_file for 'a.png'] Result:\nthe picture\n[image]"
@@ -349,7 +333,7 @@ def test_roo_reasoning_items_go_to_the_next_reply(tmp_path):
             {"isTruncationMarker": True, "role": "user", "content": "[truncated]"},
         ],
     )
-    [trace], _, report = _one(folder)
+    [trace], _, report = ingest_one("cline", folder)
     assert [(m.role, m.content, m.reasoning) for m in trace.messages] == [
         ("user", "q", None),
         ("assistant", "a", "think"),

@@ -19,6 +19,7 @@ from tuneloop.data.ingest.codex_cli import convert_rollout, looks_like_codex_rol
 from tuneloop.errors import InputError
 
 from ..test_secrets_never_written import SEP, secret
+from .kit import assert_paired, ingest_one, n_calls
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 OLD = (
@@ -33,34 +34,11 @@ NEW = (
 )
 
 
-def _one(path: Path, **options):
-    traces, rejects, report = ingest_files("codex_cli", [path], options)
-    assert report.ingested + report.rejected + sum(report.skipped.values()) == report.lines_read
-    return traces, rejects, report
-
-
-def _calls(trace) -> int:
-    return sum(len(m.tool_calls or []) for m in trace.messages)
-
-
-def _assert_paired(trace) -> None:
-    """Every tool message answers a call of the assistant message before its tool run."""
-    open_calls: set[str] = set()
-    for m in trace.messages:
-        if m.role == "assistant":
-            open_calls = {c.id for c in m.tool_calls or []}
-        elif m.role == "tool":
-            assert m.tool_call_id in open_calls
-            open_calls.discard(m.tool_call_id)
-        else:
-            open_calls = set()
-
-
 # ---- real rollouts --------------------------------------------------------------------------
 
 
 def test_codex_039_rollout_counts():
-    (trace,), rejects, report = _one(OLD)
+    (trace,), rejects, report = ingest_one("codex_cli", OLD)
     assert (report.lines_read, report.ingested, report.rejected) == (106, 47, 0)
     assert report.skipped == {
         "duplicate event": 10,
@@ -69,7 +47,7 @@ def test_codex_039_rollout_counts():
         "token count": 19,
         "turn_context": 19,
     }
-    assert (len(trace.messages), _calls(trace)) == (39, 18)
+    assert (len(trace.messages), n_calls(trace)) == (39, 18)
     assert [m.role for m in trace.messages].count("tool") == 18
     assert trace.source_id == trace.metadata["session_id"] == "01996135-afde-7911-97f0-d863511eca56"
     assert trace.model == "aide-gpt-5" and trace.metadata["cli_version"] == "0.39.0"
@@ -78,11 +56,11 @@ def test_codex_039_rollout_counts():
         "2025-09-19T09:09:18.355Z",
     )
     assert trace.metadata["tokens"]["total_tokens"] == 283081
-    _assert_paired(trace)
+    assert_paired(trace, turns_close_calls=True)
 
 
 def test_codex_039_json_string_outputs_are_decoded_and_calls_join_their_message():
-    (trace,), _, _ = _one(OLD)
+    (trace,), _, _ = ingest_one("codex_cli", OLD)
     plan = trace.messages[2]  # the assistant's text and its update_plan call: one model step
     assert plan.content.startswith("I’ll scan the repo for go.mod")
     assert [(c.name, c.id) for c in plan.tool_calls] == [
@@ -99,7 +77,7 @@ def test_codex_039_json_string_outputs_are_decoded_and_calls_join_their_message(
 
 
 def test_codex_0125_rollout_counts_parallel_calls_and_encrypted_reasoning():
-    (trace,), rejects, report = _one(NEW)
+    (trace,), rejects, report = ingest_one("codex_cli", NEW)
     assert (report.lines_read, report.ingested, report.rejected) == (60, 31, 0)
     assert report.skipped == {
         "duplicate event": 10,
@@ -109,7 +87,7 @@ def test_codex_0125_rollout_counts_parallel_calls_and_encrypted_reasoning():
         "turn marker": 3,
         "turn_context": 2,
     }
-    assert (len(trace.messages), _calls(trace)) == (25, 12)
+    assert (len(trace.messages), n_calls(trace)) == (25, 12)
     assert trace.model == "gpt-5.5" and trace.metadata["base_instructions_chars"] == 21335
     assert trace.messages[0].role == "system"  # the developer message
     assert trace.messages[2].content == "show tools"
@@ -120,13 +98,13 @@ def test_codex_0125_rollout_counts_parallel_calls_and_encrypted_reasoning():
         "call_jQYxA5wvjWJ4ZtptybmzrkNm",
     ]
     assert [m.tool_call_id for m in trace.messages[18:21]] == [c.id for c in parallel.tool_calls]
-    _assert_paired(trace)
+    assert_paired(trace, turns_close_calls=True)
     assert all(m.reasoning is None for m in trace.messages)  # every reasoning was encrypted
     assert "gAAAAA" not in trace.model_dump_json()
 
 
 def test_reasoning_drop_and_unknown_options():
-    (trace,), _, report = _one(OLD, reasoning="drop")
+    (trace,), _, report = ingest_one("codex_cli", OLD, reasoning="drop")
     assert len(trace.messages) == 39
     with pytest.raises(InputError, match="unknown option"):
         ingest_files("codex_cli", [OLD], {"sidechains": "drop"})
@@ -142,7 +120,7 @@ def test_detection_says_yes_to_rollouts_and_no_to_every_other_fixture():
 
 def test_another_format_makes_no_trace_and_every_line_a_reject():
     other = FIXTURES / "gemini_cli" / "session-2026-04-23T12-52-0ab84937.jsonl"
-    traces, rejects, report = _one(other)
+    traces, rejects, report = ingest_one("codex_cli", other)
     assert traces == [] and report.rejected == report.lines_read == 28
     assert rejects[0].reason == "record type None is not a rollout item"
 
@@ -299,7 +277,7 @@ def test_bad_lines_are_rejected_with_their_line_and_folders_refused(tmp_path):
     path = tmp_path / "rollout.jsonl"
     good = json.dumps(_msg("user", "hi"))
     path.write_text(good + "\n{not json\n\n" + json.dumps(_msg("assistant", "yo")) + "\n")
-    (trace,), rejects, report = _one(path)
+    (trace,), rejects, report = ingest_one("codex_cli", path)
     assert (report.lines_read, report.ingested, report.rejected) == (3, 2, 1)
     assert rejects[0].line == 2 and "invalid JSON" in rejects[0].reason
     with pytest.raises(InputError, match="is a folder"):

@@ -25,6 +25,7 @@ from tuneloop.data.ingest.gemini_cli import (
 from tuneloop.errors import InputError
 
 from ..test_secrets_never_written import SEP, secret
+from .kit import assert_paired, ingest_one, n_calls
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 HERE = FIXTURES / "gemini_cli"
@@ -33,36 +34,13 @@ JSONL = HERE / "session-2026-04-23T12-52-0ab84937.jsonl"
 CHECKPOINT = HERE / "checkpoint-cart-bug.json"
 
 
-def _one(path: Path, **options):
-    traces, rejects, report = ingest_files("gemini_cli", [path], options)
-    assert report.ingested + report.rejected + sum(report.skipped.values()) == report.lines_read
-    return traces, rejects, report
-
-
-def _calls(trace) -> int:
-    return sum(len(m.tool_calls or []) for m in trace.messages)
-
-
-def _assert_paired(trace) -> None:
-    """Each tool message follows the assistant message whose call it answers, by id."""
-    open_calls: set[str] = set()
-    for m in trace.messages:
-        if m.role == "assistant":
-            open_calls = {c.id for c in m.tool_calls or []}
-        elif m.role == "tool":
-            assert m.tool_call_id in open_calls
-            open_calls.discard(m.tool_call_id)
-        else:
-            open_calls = set()
-
-
 # ---- real files -----------------------------------------------------------------------------
 
 
 def test_json_session_counts_thoughts_and_tokens():
-    (trace,), rejects, report = _one(JSON)
+    (trace,), rejects, report = ingest_one("gemini_cli", JSON)
     assert (report.lines_read, report.ingested, report.rejected, report.skipped) == (14, 14, 0, {})
-    assert (len(trace.messages), _calls(trace)) == (24, 10)
+    assert (len(trace.messages), n_calls(trace)) == (24, 10)
     assert trace.source_id == trace.metadata["session_id"] == "5b959dae-8655-4cd1-b10f-720b8c336ea2"
     assert trace.model == "gemini-3-pro-image-preview"
     assert (trace.started_at, trace.ended_at) == (
@@ -87,11 +65,11 @@ def test_json_session_counts_thoughts_and_tokens():
     assert json.loads(trace.messages[3].tool_calls[0].arguments) == {
         "dir_path": "/Users/Jane_Smith/Documents/projects/epm-cdme/assistants/"
     }
-    _assert_paired(trace)
+    assert_paired(trace, turns_close_calls=True)
 
 
 def test_jsonl_session_replays_updates_and_skips_notices():
-    (trace,), rejects, report = _one(JSONL)
+    (trace,), rejects, report = ingest_one("gemini_cli", JSONL)
     assert (report.lines_read, report.ingested, report.rejected) == (28, 9, 0)
     assert report.skipped == {
         "info message": 2,
@@ -99,7 +77,7 @@ def test_jsonl_session_replays_updates_and_skips_notices():
         "session metadata": 1,
         "superseded update": 5,
     }
-    assert (len(trace.messages), _calls(trace)) == (21, 12)
+    assert (len(trace.messages), n_calls(trace)) == (21, 12)
     # a message appended twice (text, then again with its tool calls): the later line is used
     assert trace.source_lines == [4, 8, 11, 14, 17, 18, 20, 22, 26]
     assert trace.metadata["models"] == ["gemini-3-flash-preview", "gemini-3.1-pro-preview"]
@@ -118,21 +96,21 @@ def test_jsonl_session_replays_updates_and_skips_notices():
     assert said.content.startswith("我已經完成了對專案的深入分析")
     assert [c.name for c in said.tool_calls] == ["update_topic"]
     assert trace.messages[15].content == "System: Please continue."
-    _assert_paired(trace)
+    assert_paired(trace, turns_close_calls=True)
 
 
 def test_checkpoint_written_from_the_cli_serializer():
-    (trace,), rejects, report = _one(CHECKPOINT)
+    (trace,), rejects, report = ingest_one("gemini_cli", CHECKPOINT)
     assert (report.lines_read, report.ingested, report.rejected) == (6, 6, 0)
-    assert (len(trace.messages), _calls(trace)) == (7, 2)
+    assert (len(trace.messages), n_calls(trace)) == (7, 2)
     assert trace.source_id == "checkpoint-cart-bug" and trace.metadata["format"] == "checkpoint"
     assert trace.messages[1].content == "Got it. Thanks for the context!"
     assert trace.messages[5].content.endswith("Process Group PGID: 4121")
-    _assert_paired(trace)
+    assert_paired(trace, turns_close_calls=True)
 
 
 def test_reasoning_drop_and_unknown_options():
-    (trace,), _, _ = _one(JSON, reasoning="drop")
+    (trace,), _, _ = ingest_one("gemini_cli", JSON, reasoning="drop")
     assert len(trace.messages) == 24 and all(m.reasoning is None for m in trace.messages)
     with pytest.raises(InputError, match="unknown option"):
         ingest_files("gemini_cli", [JSON], {"thoughts": "drop"})
@@ -146,7 +124,7 @@ def test_detection_says_yes_to_gemini_files_and_no_to_every_other_fixture():
 
 def test_another_format_makes_no_trace_and_every_line_a_reject():
     for other in (FIXTURES / "claude_code_session.jsonl", FIXTURES / "openai_proxy.jsonl"):
-        traces, rejects, report = _one(other.with_suffix(".jsonl"))
+        traces, rejects, report = ingest_one("gemini_cli", other.with_suffix(".jsonl"))
         assert traces == [] and report.rejected == report.lines_read and not report.skipped
 
 

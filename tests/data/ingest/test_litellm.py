@@ -21,16 +21,12 @@ from tuneloop.data.ingest import detect_format, ingest_files
 from tuneloop.data.ingest.litellm import looks_like_litellm
 from tuneloop.errors import InputError
 
+from .kit import ingest_one
+
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 LL = FIXTURES / "litellm"
 PAYLOAD = LL / "standard_logging_payload.json"
 CALLS = sorted((LL / "openhands_llm_logs").glob("*.json"))
-
-
-def one(source: Path, **options):
-    traces, rejects, report = ingest_files("litellm", [source], options)
-    assert report.lines_read == report.ingested + report.rejected + sum(report.skipped.values())
-    return traces, rejects, report
 
 
 def payload() -> dict:
@@ -41,7 +37,7 @@ def payload() -> dict:
 
 
 def test_standard_logging_payload():
-    (trace,), rejects, report = one(PAYLOAD)
+    (trace,), rejects, report = ingest_one("litellm", PAYLOAD)
     assert (report.lines_read, report.ingested, rejects) == (1, 1, [])
     assert [(m.role, m.content) for m in trace.messages] == [
         ("user", "Hello, world!"),
@@ -62,7 +58,7 @@ CALL_COUNTS = [(3, 1), (5, 2), (7, 3), (9, 4), (11, 5), (13, 6)]
 
 @pytest.mark.parametrize(("path", "counts"), list(zip(CALLS, CALL_COUNTS, strict=True)))
 def test_gateway_completion_logs(path, counts):
-    (trace,), rejects, report = one(path)
+    (trace,), rejects, report = ingest_one("litellm", path)
     assert report.lines_read == 1 and not rejects
     n_messages, n_calls = counts
     assert len(trace.messages) == n_messages
@@ -87,7 +83,7 @@ def test_gateway_completion_logs(path, counts):
 
 
 def test_gateway_log_by_hand():
-    (trace,), _, _ = one(CALLS[-1])
+    (trace,), _, _ = ingest_one("litellm", CALLS[-1])
     assert trace.metadata["cost_usd"] == pytest.approx(0.023172)
     assert trace.started_at == "2025-09-04T19:44:01.101060Z"  # timestamp - latency_sec
     assert trace.ended_at == "2025-09-04T19:44:06.707548Z"
@@ -145,7 +141,7 @@ def test_jsonl_records_failures_and_wrappers(tmp_path):
     lines = [json.dumps(r) for r in _variants()]
     path.write_text("\n".join([*lines[:3], "", *lines[3:], '{"id": "broken'] + [""]))
     assert looks_like_litellm(path)
-    traces, rejects, report = one(path)
+    traces, rejects, report = ingest_one("litellm", path)
     assert report.lines_read == 8
     assert [t.source_lines for t in traces] == [[1], [6], [7]]
     assert [t.source_id for t in traces] == [
@@ -179,7 +175,7 @@ def test_json_array_choices_and_reasoning(tmp_path):
     record["model_parameters"] = {"temperature": 0.2, "tools": [{"type": "function"}]}
     path = tmp_path / "calls.json"
     path.write_text(json.dumps([record, payload()], indent=2))
-    traces, rejects, report = one(path)
+    traces, rejects, report = ingest_one("litellm", path)
     assert (report.lines_read, len(traces), rejects) == (2, 3, [])
     first, other, plain = traces
     assert first.source_id.endswith("#0") and other.source_id.endswith("#1")
@@ -190,7 +186,7 @@ def test_json_array_choices_and_reasoning(tmp_path):
     assert first.metadata["tools"] == [{"type": "function"}]
     assert first.metadata["parameters"] == {"temperature": 0.2}
     assert plain.source_lines == [2]
-    dropped, _, _ = one(path, reasoning="drop")
+    dropped, _, _ = ingest_one("litellm", path, reasoning="drop")
     assert dropped[0].messages[-1].reasoning is None
 
 
@@ -200,7 +196,7 @@ def test_a_large_pretty_printed_payload_is_detected_from_its_head(tmp_path):
     path = tmp_path / "big.json"
     path.write_text(json.dumps(record, indent=2))
     assert looks_like_litellm(path)
-    (trace,), _, _ = one(path)
+    (trace,), _, _ = ingest_one("litellm", path)
     assert len(trace.messages[0].content) == 1 << 20
 
 
@@ -208,9 +204,9 @@ def test_bad_inputs_are_input_errors(tmp_path):
     truncated = tmp_path / "t.json"
     truncated.write_text(PAYLOAD.read_text()[:300])
     with pytest.raises(InputError, match=r"t\.json:\d+:\d+: truncated"):
-        one(truncated)
+        ingest_one("litellm", truncated)
     with pytest.raises(InputError, match="a folder; LiteLLM logs are read file by file"):
-        one(LL)
+        ingest_one("litellm", LL)
     with pytest.raises(InputError, match="unknown option"):
         ingest_files("litellm", [PAYLOAD], {"choices": "first"})
     with pytest.raises(InputError, match="reasoning must be"):

@@ -21,6 +21,8 @@ from tuneloop.data.ingest import detect_format, ingest_files
 from tuneloop.data.ingest.openhands import looks_like_openhands
 from tuneloop.errors import InputError
 
+from .kit import assert_paired, ingest_one, n_calls
+
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 OH = FIXTURES / "openhands"
 GUI = OH / "v0" / "basic_gui_mode.json"
@@ -30,29 +32,8 @@ PWD = OH / "sdk" / "cd94562403b9487ebdd4018e3f531dfd"
 PROBE = OH / "sdk" / "3fdb316098bb48e1aa029ce56805792a"
 
 
-def one(source: Path, **options):
-    traces, rejects, report = ingest_files("openhands", [source], options)
-    assert report.lines_read == report.ingested + report.rejected + sum(report.skipped.values())
-    return traces, rejects, report
-
-
 def roles(trace) -> Counter:
     return Counter(m.role for m in trace.messages)
-
-
-def n_calls(trace) -> int:
-    return sum(len(m.tool_calls or []) for m in trace.messages)
-
-
-def assert_paired(trace) -> None:
-    """Every tool message answers a call of the assistant message before its results."""
-    open_calls: set[str] = set()
-    for m in trace.messages:
-        if m.role == "assistant":
-            open_calls = {c.id for c in m.tool_calls or []}
-        elif m.role == "tool":
-            assert m.tool_call_id in open_calls, m
-            open_calls.discard(m.tool_call_id)
 
 
 # ---- real fixtures: counts per file ------------------------------------------------------------
@@ -76,7 +57,7 @@ def assert_paired(trace) -> None:
     ids=["gui_mode", "interactions", "rename", "sdk_pwd", "sdk_prompt_update"],
 )
 def test_real_fixture_counts(source, records, messages, calls, skipped):
-    traces, rejects, report = one(source)
+    traces, rejects, report = ingest_one("openhands", source)
     assert report.lines_read == records and report.rejected == 0 and not rejects
     assert dict(report.skipped) == skipped
     (trace,) = traces
@@ -87,7 +68,7 @@ def test_real_fixture_counts(source, records, messages, calls, skipped):
 
 
 def test_trajectory_turns_by_hand():
-    (trace,), _, _ = one(GUI)
+    (trace,), _, _ = ingest_one("openhands", GUI)
     assert trace.model == "claude-3-5-sonnet-20241022"
     assert trace.started_at == "2025-01-20T20:29:32.262843"  # the first event kept, not a skip
     first, call = trace.messages[0], trace.messages[1]
@@ -109,7 +90,7 @@ def test_trajectory_turns_by_hand():
 
 
 def test_finish_keeps_the_models_tool_call():
-    (trace,), _, _ = one(CHAT)
+    (trace,), _, _ = ingest_one("openhands", CHAT)
     assert [m.content for m in trace.messages[:2]] == ["what's 1+1?", "1 + 1 equals 2."]
     last = trace.messages[-1]
     assert last.role == "assistant" and last.content is None
@@ -120,7 +101,7 @@ def test_finish_keeps_the_models_tool_call():
 
 
 def test_sdk_folder_by_hand():
-    (trace,), _, _ = one(PWD)
+    (trace,), _, _ = ingest_one("openhands", PWD)
     assert trace.source_id == "cd945624-03b9-487e-bdd4-018e3f531dfd"
     assert trace.model == "openai/gpt-4o-mini"
     assert trace.messages[0].role == "system"
@@ -135,12 +116,12 @@ def test_sdk_folder_by_hand():
     assert trace.metadata["cost_usd"] == pytest.approx(0.00122745)
     assert trace.source_lines == list(range(1, 9))
     # the events folder itself is the same conversation
-    (again,), _, _ = one(PWD / "events")
+    (again,), _, _ = ingest_one("openhands", PWD / "events")
     assert again.messages == trace.messages and again.source_id == trace.source_id
 
 
 def test_latest_system_prompt_wins_and_the_replaced_one_is_kept():
-    (trace,), _, _ = one(PROBE)
+    (trace,), _, _ = ingest_one("openhands", PROBE)
     assert [m.role for m in trace.messages].count("system") == 1
     assert trace.messages[0].content == "You are a helpful assistant for this probe test."
     assert trace.metadata["tool_names"] == ["file_editor", "terminal", "finish", "think"]
@@ -277,7 +258,7 @@ def _trajectory() -> list:
 def test_parallel_calls_share_one_message_and_old_actions_get_synthetic_ids(tmp_path):
     path = tmp_path / "trajectory.json"
     path.write_text(json.dumps({"id": "sess-1", "trajectory": _trajectory()}))
-    (trace,), rejects, report = one(path)
+    (trace,), rejects, report = ingest_one("openhands", path)
     assert trace.source_id == "sess-1" and trace.model == "m-1"
     assert [m.role for m in trace.messages] == [
         "system",
@@ -309,7 +290,7 @@ def test_parallel_calls_share_one_message_and_old_actions_get_synthetic_ids(tmp_
     assert dict(report.skipped) == {"recall": 1, "duplicate event": 1}
     assert {(r.line, r.category) for r in rejects} == {(11, "malformed"), (12, "malformed")}
     assert_paired(trace)
-    (dropped,), _, _ = one(path, reasoning="drop")
+    (dropped,), _, _ = ingest_one("openhands", path, reasoning="drop")
     assert dropped.messages[2].reasoning is None
 
 
@@ -394,7 +375,7 @@ def test_sdk_batches_errors_and_unknown_kinds(tmp_path):
         _event_file(events, i, event)
     (events / "event-00008-e0000000-8.json").write_text('{"id": "e0000000-8", "kin')
     (events / "notes.txt").write_text("hello")
-    (trace,), rejects, report = one(tmp_path / "conv")
+    (trace,), rejects, report = ingest_one("openhands", tmp_path / "conv")
     assert trace.source_id == "conv"  # no base_state.json: the folder's name
     assert [m.role for m in trace.messages] == ["system", "user", "assistant", "tool", "tool"]
     assert trace.messages[0].content == "SYS\n\nCTX"
@@ -437,7 +418,7 @@ def test_sdk_keeps_only_the_active_branch(tmp_path):
     (folder / "base_state.json").write_text(
         json.dumps({"id": "c-1", "leaf_event_id": "aaaaaaaa-5"})
     )
-    (trace,), rejects, _ = one(folder)
+    (trace,), rejects, _ = ingest_one("openhands", folder)
     assert [m.content for m in trace.messages] == ["u1", "a1", "u2 kept", "a2"]
     assert [(r.line, r.category) for r in rejects] == [(3, "dropped")]
 
@@ -446,16 +427,16 @@ def test_bad_inputs_are_input_errors(tmp_path):
     truncated = tmp_path / "t.json"
     truncated.write_text(GUI.read_text()[:500])
     with pytest.raises(InputError, match=r"t\.json:\d+:\d+: truncated"):
-        one(truncated)
+        ingest_one("openhands", truncated)
     other = tmp_path / "o.json"
     other.write_text('{"messages": []}')
     with pytest.raises(InputError, match="not an OpenHands trajectory"):
-        one(other)
+        ingest_one("openhands", other)
     with pytest.raises(InputError, match="not an OpenHands conversation folder"):
-        one(tmp_path)
+        ingest_one("openhands", tmp_path)
     event = next((PWD / "events").glob("event-00001-*.json"))
     with pytest.raises(InputError, match="give its folder"):
-        one(event)
+        ingest_one("openhands", event)
     with pytest.raises(InputError, match="unknown option"):
         ingest_files("openhands", [GUI], {"sidechains": "drop"})
     with pytest.raises(InputError, match="reasoning must be"):
@@ -465,8 +446,8 @@ def test_bad_inputs_are_input_errors(tmp_path):
 def test_a_folder_copy_reads_the_same(tmp_path):
     copy = tmp_path / "x"
     shutil.copytree(PROBE, copy)
-    (a,), _, _ = one(PROBE)
-    (b,), _, _ = one(copy)
+    (a,), _, _ = ingest_one("openhands", PROBE)
+    (b,), _, _ = ingest_one("openhands", copy)
     assert a.messages == b.messages and a.source_lines == b.source_lines
 
 

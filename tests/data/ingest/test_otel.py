@@ -15,6 +15,8 @@ from tuneloop.data.ingest import detect_format, ingest_files
 from tuneloop.data.ingest.otel.otlp import any_value, hex_id, span_kind
 from tuneloop.errors import InputError
 
+from .kit import ingest_one
+
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 REAL = FIXTURES / "otel"
 OPENINFERENCE = REAL / "openinference.json"
@@ -22,16 +24,6 @@ OPENLLMETRY = REAL / "openllmetry.json"
 VERCEL = REAL / "vercel_ai_sdk.json"
 SYSTEM = "You are a support agent. Use the tools you are given."
 CALL_ID = "call_9RtYbK2mXqLp"
-
-
-def _balanced(report) -> bool:
-    return report.ingested + report.rejected + sum(report.skipped.values()) == report.lines_read
-
-
-def _one(path: Path, options: dict | None = None):
-    traces, rejects, report = ingest_files("otel", [path], options)
-    assert _balanced(report), report
-    return traces, rejects, report
 
 
 def _check_lookup_call(trace) -> None:
@@ -56,7 +48,7 @@ def _check_lookup_call(trace) -> None:
 
 
 def test_openinference_python_export():
-    (trace,), rejects, report = _one(OPENINFERENCE)
+    (trace,), rejects, report = ingest_one("otel", OPENINFERENCE)
     assert (report.lines_read, report.ingested, rejects, report.skipped) == (1, 1, [], {})
     _check_lookup_call(trace)
     assert len(trace.messages) == 3
@@ -68,7 +60,7 @@ def test_openinference_python_export():
 
 
 def test_openllmetry_export_in_the_gen_ai_conventions():
-    (trace,), rejects, report = _one(OPENLLMETRY)
+    (trace,), rejects, report = ingest_one("otel", OPENLLMETRY)
     assert (report.lines_read, report.ingested, rejects) == (2, 1, [])
     assert report.skipped == {"non-llm span": 1}  # the support_triage.workflow span
     _check_lookup_call(trace)
@@ -80,7 +72,7 @@ def test_openllmetry_export_in_the_gen_ai_conventions():
 
 
 def test_vercel_ai_sdk_export_pairs_the_tool_span_and_skips_the_wrapper():
-    (trace,), rejects, report = _one(VERCEL)
+    (trace,), rejects, report = ingest_one("otel", VERCEL)
     assert (report.lines_read, report.ingested, rejects) == (3, 2, [])
     assert report.skipped == {"wrapper span": 1}  # ai.generateText over its doGenerate step
     _check_lookup_call(trace)
@@ -113,7 +105,7 @@ def test_jsonl_of_export_requests_with_a_repeated_export(tmp_path):
     docs = _docs()
     path = tmp_path / "spans.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in [*docs, docs[2]]) + "\n{not json\n")
-    traces, rejects, report = _one(path)
+    traces, rejects, report = ingest_one("otel", path)
     assert detect_format(path) == "otel"
     assert report.lines_read == 1 + 2 + 3 + 3 + 1 and report.traces == 3
     assert report.skipped == {"duplicate span": 3, "non-llm span": 1, "wrapper span": 1}
@@ -128,7 +120,7 @@ def test_the_same_call_id_in_two_otel_traces_pairs_in_each(tmp_path):
     again = json.loads(json.dumps(vercel).replace("85ebdb4d13864fa11366570a33194c67", "ab" * 16))
     path = tmp_path / "two.jsonl"
     path.write_text(json.dumps(vercel) + "\n" + json.dumps(again) + "\n")
-    traces, _, report = _one(path)
+    traces, _, report = ingest_one("otel", path)
     assert report.skipped == {"wrapper span": 2}
     assert [[m.role for m in t.messages].count("tool") for t in traces] == [1, 1]
 
@@ -137,7 +129,7 @@ def test_jsonl_lines_that_hold_no_span(tmp_path):
     path = tmp_path / "odd.jsonl"
     lines = [{"resourceSpans": []}, {"resourceSpans": "x"}, {"hello": 1}, [1, 2]]
     path.write_text("".join(json.dumps(x) + "\n" for x in [_docs()[0], *lines]))
-    traces, rejects, report = _one(path)
+    traces, rejects, report = ingest_one("otel", path)
     assert report.traces == 1 and report.skipped == {"empty export": 1}
     assert [(r.line, r.category, r.reason.split(":")[0]) for r in rejects] == [
         (3, "malformed", "line 3, resourceSpans is not a list"),
@@ -179,7 +171,7 @@ def test_jsonl_of_flat_spans_in_three_spellings(tmp_path):
     }
     path = tmp_path / "flat.jsonl"
     path.write_text("".join(json.dumps(s) + "\n" for s in (otlp_span, sdk_span, phoenix_span)))
-    traces, rejects, report = _one(path)
+    traces, rejects, report = ingest_one("otel", path)
     assert detect_format(path) == "otel" and rejects == [] and report.traces == 3
     oi, sdk, phoenix = traces
     _check_lookup_call(oi)
@@ -201,7 +193,7 @@ def test_base64_ids_unfinished_and_finished_copies(tmp_path):
     del workflow["endTimeUnixNano"]
     path = tmp_path / "export.json"
     path.write_text(json.dumps(doc, indent=1))
-    (trace,), _, report = _one(path)
+    (trace,), _, report = ingest_one("otel", path)
     assert trace.source_id == "77d66be22a4ffc8149309684b3a319f7:76a26812b532f640"
     assert trace.metadata["parent_span_id"] == "aaa24d5a6cca68bf"
     assert trace.source_lines == [1]  # the finished copy, read first, is kept
@@ -256,7 +248,7 @@ def test_openllmetry_indexed_attributes_and_results_paired_by_order(tmp_path):
             "gen_ai.usage.prompt_tokens": 20,
         }
     )
-    (trace,), _, _ = _one(_export(tmp_path, span))
+    (trace,), _, _ = ingest_one("otel", _export(tmp_path, span))
     assert [m.role for m in trace.messages] == ["user", "assistant", "tool", "assistant"]
     assert trace.messages[2].tool_call_id == "c1"  # no id logged: the call before it, by order
     assert trace.messages[3].content == "It is 18C."
@@ -289,12 +281,12 @@ def test_gen_ai_parts_with_reasoning_and_tool_responses(tmp_path):
         "gen_ai.output.messages": json.dumps(output),
     }
     path = _export(tmp_path, _span(attrs))
-    (trace,), _, _ = _one(path)
+    (trace,), _, _ = ingest_one("otel", path)
     assert [m.role for m in trace.messages] == ["system", "user", "assistant", "tool", "assistant"]
     assert trace.messages[0].content == "Be brief."
     assert (trace.messages[3].tool_call_id, trace.messages[3].content) == ("t1", "5")
     assert trace.messages[4].reasoning == "the tool said 5"
-    (dropped,), _, _ = _one(path, {"reasoning": "drop"})
+    (dropped,), _, _ = ingest_one("otel", path, **{"reasoning": "drop"})
     assert dropped.messages[4].reasoning is None and dropped.messages[4].content == "5"
 
 
@@ -313,7 +305,9 @@ def test_mlflow_chat_messages_with_the_answer_last(tmp_path):
         "mlflow.chat.tools": json.dumps([{"type": "function", "function": {"name": "search"}}]),
     }
     tool = {"mlflow.spanType": json.dumps("TOOL"), "mlflow.spanInputs": json.dumps({"q": 1})}
-    (trace,), _, report = _one(_export(tmp_path, _span(attrs), _span(tool, span_id="02" * 8)))
+    (trace,), _, report = ingest_one(
+        "otel", _export(tmp_path, _span(attrs), _span(tool, span_id="02" * 8))
+    )
     assert [m.content for m in trace.messages] == [m["content"] for m in messages]
     assert trace.model == "gpt-4o-mini-2024-07-18" and trace.metadata["dialect"] == "mlflow"
     assert trace.metadata["tools"] == [{"type": "function", "function": {"name": "search"}}]
@@ -350,7 +344,7 @@ def test_spans_that_make_no_trace_are_counted_by_kind(tmp_path):
             span_id="07" * 8,
         ),
     ]
-    traces, rejects, report = _one(_export(tmp_path, *spans))
+    traces, rejects, report = ingest_one("otel", _export(tmp_path, *spans))
     assert report.skipped == {
         "llm span without content": 1,
         "non-llm span": 1,
