@@ -38,3 +38,18 @@ def assert_paired(trace: Any, *, turns_close_calls: bool = False) -> None:
             open_calls.discard(m.tool_call_id)
         elif turns_close_calls:
             open_calls = set()
+
+
+def assert_ingest_hides(fmt: str, sources: list[Path], out: Path, materials: list[str]) -> None:
+    """`tuneloop ingest -f fmt SOURCES -o OUT` succeeds, and no planted secret (`materials`)
+    is in anything it wrote or printed."""
+    from typer.testing import CliRunner
+
+    from tuneloop.cli import build_app
+
+    argv = ["ingest", "-f", fmt, *map(str, sources), "-o", str(out)]
+    ran = CliRunner().invoke(build_app(), argv)
+    assert ran.exit_code == 0, ran.output
+    written = b"".join(p.read_bytes() for p in out.parent.iterdir())
+    for material in materials:
+        assert material.encode() not in written and material not in ran.output, material

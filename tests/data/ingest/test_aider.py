@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 import tuneloop.data.ingest.aider  # noqa: F401  (registers the ingester)
-from tuneloop.cli import build_app
 from tuneloop.data.ingest import ingest_files
 from tuneloop.data.ingest.aider import (
     chat_blocks,
@@ -24,7 +22,7 @@ from tuneloop.data.ingest.aider import (
 from tuneloop.errors import InputError
 
 from ..test_secrets_never_written import SEP, secret
-from .kit import ingest_one
+from .kit import assert_ingest_hides, ingest_one
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 CHAT = FIXTURES / "aider" / "chat-history.md"
@@ -327,10 +325,4 @@ def test_no_planted_secret_reaches_the_ingest_output(case):
         sources[0].write_text(chat)
         sources[1].write_text(llm)
         out = Path(tmp) / "out" / "traces.jsonl"
-        args = ["ingest", "-f", "aider", *map(str, sources), "-o", str(out)]
-        ran = CliRunner().invoke(build_app(), args)
-        assert ran.exit_code == 0, ran.output
-        written = [p.read_bytes() for p in out.parent.iterdir()]
-        for material in materials:
-            assert not any(material.encode() in data for data in written), material
-            assert material not in ran.output
+        assert_ingest_hides("aider", sources, out, materials)

@@ -10,16 +10,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 import tuneloop.data.ingest.codex_cli  # noqa: F401  (registers the ingester)
-from tuneloop.cli import build_app
 from tuneloop.data.ingest import ingest_files
 from tuneloop.data.ingest.codex_cli import convert_rollout, looks_like_codex_rollout, output_text
 from tuneloop.errors import InputError
 
 from ..test_secrets_never_written import SEP, secret
-from .kit import assert_paired, ingest_one, n_calls
+from .kit import assert_ingest_hides, assert_paired, ingest_one, n_calls
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 OLD = (
@@ -331,14 +329,7 @@ def test_no_planted_secret_reaches_the_ingest_output(case):
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "rollout-x.jsonl", Path(tmp) / "out" / "traces.jsonl"
         src.write_text("".join(json.dumps(r) + "\n" for r in records))
-        ran = CliRunner().invoke(
-            build_app(), ["ingest", "-f", "codex_cli", str(src), "-o", str(out)]
-        )
-        assert ran.exit_code == 0, ran.output
-        written = [p.read_bytes() for p in out.parent.iterdir()]
-        for material in materials:
-            assert not any(material.encode() in data for data in written), material
-            assert material not in ran.output
+        assert_ingest_hides("codex_cli", [src], out, materials)
 
 
 # ---- any sequence of records: no crash, every line accounted for once -----------------------
