@@ -198,7 +198,9 @@ def _metadata(record: dict[str, Any], payload: dict[str, Any], choice: Any) -> d
     blocks = _obj(_obj(choice).get("message")).get("thinking_blocks")
     redacted = sum(_obj(b).get("type") == "redacted_thinking" for b in blocks or [])
     cost = payload.get("response_cost", record.get("cost"))
+    session = _obj(payload.get("metadata")).get("session_id") or payload.get("trace_id")
     meta: dict[str, Any] = {
+        "session_id": session,  # the gateway's session (LiteLLM's trace id), when logged
         "call_id": payload.get("id"),
         "trace_id": payload.get("trace_id"),
         "cost_usd": cost if isinstance(cost, int | float) else None,

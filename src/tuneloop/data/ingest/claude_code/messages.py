@@ -178,7 +178,8 @@ def build_trace(
         )
         return None
     first, last = path[0][1], path[-1][1]
-    meta: dict[str, Any] = {k: first[k] for k in ("cwd", "gitBranch", "version") if k in first}
+    meta: dict[str, Any] = {"session_id": sid}
+    meta.update({k: first[k] for k in ("cwd", "gitBranch", "version") if k in first})
     meta.update(trace_extras(b, messages, subagents))
     if thread.sidechain:
         meta.update(sidechain=True, parent_session=sid)
