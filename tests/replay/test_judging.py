@@ -163,6 +163,25 @@ def test_a_judgement_that_cannot_be_had_is_that_calls_scorer_error(
     assert all(t.scorer_errors == 1 for t in report.teachers)
 
 
+def test_a_rerun_scores_again_what_the_judge_could_not_and_asks_no_teacher(
+    tmp_path, kit, teachers_server, fake_judge
+) -> None:
+    traces, teachers, settings = _setup(
+        tmp_path, kit, teachers_server, fake_judge, "grade", parse_retries=0
+    )
+    fake_judge.answer = no_view_on_10_plus_7
+    replay(traces, teachers, tmp_path / "out", settings)
+    asked = sum(teachers_server.state.calls.values())
+    fake_judge.answer = closer_wins  # the judge is back
+    report = replay(traces, teachers, tmp_path / "out", settings).report
+    assert sum(teachers_server.state.calls.values()) == asked  # no teacher asked again
+    assert report.cost_usd_this_run == 0
+    calls = [c for c in read_jsonl(tmp_path / "out" / "calls.jsonl") if c["trace"] == "chat/o3"]
+    assert [c["status"] for c in calls] == ["scorer_error"] * 2 + ["ok"] * 2  # appended, kept
+    j = report.judged
+    assert j is not None and j.errors == 0 and (j.calls_scored, j.originals_scored) == (10, 5)
+
+
 def test_a_missing_judge_file_is_named_before_any_call(tmp_path, kit, teachers_server) -> None:
     path = kit.write_traces(tmp_path / "traces.jsonl", [_open_trace(0, 1, 1, "2")])
     teachers = kit.write_teachers(tmp_path / "t.yaml", teachers_server.url, [{"name": "right"}])

@@ -20,7 +20,8 @@ judge loaded — before any call, so a typo costs nothing. Steps without a verif
 step judge (`judging.py`: what the LLM judge is shown in grade and in pairwise mode, and why).
 Deliberately, the outputs are rebuilt from the whole log at the end of every run, so a rerun
 of a finished replay calls nothing, pays nothing (`cost_usd_this_run` 0) and writes the same
-rows.
+rows — except that answers whose scoring failed (`scorer_error`: a judge that was down or
+answered prose) are scored again, without asking their teacher again.
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ def replay(
         CallWriter(out_dir / CALLS_FILE, redactor),
     )
     reused_from = _reuse(run, logged, {j.id: j for j in jobs}, earlier)
+    _rescore_failed(run, logged, {j.id: j for j in jobs})
     todo = [j for j in jobs if j.id not in logged or logged[j.id].status == "missing"]
     if todo:
         with _endpoints(teachers, {j.teacher.name for j in todo}, out_dir) as endpoints:
@@ -170,12 +172,26 @@ def _reuse(
     """Carry earlier logs' finished calls into this log (`store.carry_over`), re-scored under
     this replay's settings; returns log path → calls taken."""
     rows, taken = carry_over(logged, jobs, earlier)
+    _append_rescored(run, logged, jobs, rows)
+    return taken
+
+
+def _rescore_failed(run: _Run, logged: dict[CallId, ReplayCall], jobs: dict[CallId, Job]) -> None:
+    """Answers already paid for whose scoring failed (`scorer_error`: a judge that was down
+    or answered prose) are scored again — the teacher is not asked again."""
+    rows = [r for c, r in logged.items() if r.status == "scorer_error" and c in jobs]
+    _append_rescored(run, logged, jobs, rows)
+
+
+def _append_rescored(
+    run: _Run, logged: dict[CallId, ReplayCall], jobs: dict[CallId, Job], rows: list[ReplayCall]
+) -> None:
+    """`rows` re-scored under this replay's settings, appended to the log as their last row."""
     if not rows:
-        return taken
+        return
     fresh = [_rescored(run, jobs[call_id(r)].step, r) for r in rows]
     append_jsonl(run.writer.path, [run.writer.redactor.value(r.to_json()) for r in fresh])
     logged.update((call_id(r), r) for r in fresh)
-    return taken
 
 
 def _rescored(run: _Run, step: Step, row: ReplayCall) -> ReplayCall:
