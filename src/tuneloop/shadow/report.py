@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,8 +38,11 @@ from tuneloop.errors import InputError
 from tuneloop.records import parse_record
 from tuneloop.records.judge import JudgeIdentity
 from tuneloop.records.shadow import ShadowPair, ShadowReport
-from tuneloop.scorers.judge import JudgeUnavailable, JudgeUnparsable, Preference
+from tuneloop.scorers.judge import JudgeError, JudgeUnavailable, JudgeUnparsable, Preference
 from tuneloop.shadow.paired_preference import preference_figures
+
+JUDGE_CONCURRENCY = 8
+"""Pairs judged at once (each pair is two judge requests, one per order)."""
 
 BANNER = (
     "Diagnostic evidence beside the gate, never a promotion: these pairs are live traffic the "
@@ -114,21 +118,36 @@ def read_pairs(path: Path) -> PairsRead:
 
 
 def judge_pairs(
-    pairs: Sequence[ShadowPair], judge: PairJudge, progress: Progress | None = None
+    pairs: Sequence[ShadowPair],
+    judge: PairJudge,
+    progress: Progress | None = None,
+    concurrency: int = JUDGE_CONCURRENCY,
 ) -> Tally:
-    """Each pair judged (champion = baseline, challenger = candidate); pairs the judge
-    cannot judge are counted. `JudgeRefused` propagates: a wrong endpoint or key stops."""
-    tally = Tally()
-    for done, pair in enumerate(pairs, start=1):
+    """Each pair judged (champion = baseline, challenger = candidate), `concurrency` pairs at
+    a time (the judge is thread-safe), counted in pair order; pairs the judge cannot judge
+    are counted. `JudgeRefused` propagates: a wrong endpoint or key stops the rest."""
+
+    def one(pair: ShadowPair) -> Preference | JudgeError | None:
         champion, challenger = pair.champion.text, pair.challenger.text
         if champion is None or challenger is None:
-            continue  # nothing to compare (the caller counts challenger errors)
+            return None  # nothing to compare (the caller counts challenger errors)
         try:
-            tally.add(judge.compare(pair.messages, baseline=champion, candidate=challenger))
-        except (JudgeUnparsable, JudgeUnavailable):
-            tally.judge_errors += 1
-        if progress is not None:
-            progress(done, len(pairs))
+            return judge.compare(pair.messages, baseline=champion, candidate=challenger)
+        except (JudgeUnparsable, JudgeUnavailable) as err:
+            return err
+
+    tally = Tally()
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="shadow-judge")
+    try:
+        for done, got in enumerate(pool.map(one, pairs), start=1):
+            if isinstance(got, JudgeError):
+                tally.judge_errors += 1
+            elif got is not None:
+                tally.add(got)
+            if progress is not None:
+                progress(done, len(pairs))
+    finally:
+        pool.shutdown(cancel_futures=True)
     return tally
 
 
