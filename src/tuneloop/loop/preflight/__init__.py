@@ -45,9 +45,10 @@ Deliberately not checked here: anything that needs a model's weights, a server o
 network.
 
 `checks.py` holds every check and the shell that locates findings in the YAML; `findings.py`
-the `Findings` every check adds to; `gate_power.py` the power warning; `capacity.py` the
-memory check, with `training_fit.py`, `serving_fit.py`, `row_tokens.py` and `machine.py` below
-it.
+the `Findings` every check adds to; `suite_checks.py` the suite's scorers and slices;
+`gate_power.py` the power warning; `judge.py` an LLM judge's file, its right to decide the gate
+and its error in the power; `capacity.py` the memory check, with `training_fit.py`,
+`serving_fit.py`, `row_tokens.py` and `machine.py` below it.
 """
 
 from tuneloop.loop.preflight.checks import check_before_compute, flywheel_problems, preflight

@@ -7,7 +7,6 @@ errors as one `InputError`, or returns the warnings. What is checked: the packag
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any, Literal
 
 from tuneloop.config import LoopConfig, read_yaml
 from tuneloop.config.load import line_map, locator
-from tuneloop.errors import InputError, did_you_mean
+from tuneloop.errors import InputError
 from tuneloop.loop.corpus_data import output_problems, replay_problems, replay_unused
 from tuneloop.loop.integrity import changed_items_problem  # how load_config names a key
 from tuneloop.loop.layout import ledger_path
@@ -25,9 +24,10 @@ from tuneloop.loop.preflight.findings import Findings
 from tuneloop.loop.preflight.gate_power import check_power
 from tuneloop.loop.preflight.judge import check_judge, judge_attenuation, judged
 from tuneloop.loop.preflight.model import check_model
+from tuneloop.loop.preflight.suite_checks import check_slices, load_checked_suite
 from tuneloop.loop.validation_slice import validation_slice_problems
 from tuneloop.registry import Registry, scorers, serve_backends, trainers
-from tuneloop.suite import Suite, load_suite, resolve_slice
+from tuneloop.suite import Suite
 from tuneloop.vllm_env import find_vllm
 
 # ---- the shell: locate findings in the YAML, raise or return ---------------------------------
@@ -78,7 +78,7 @@ def preflight(cfg: LoopConfig) -> Findings:
     _check_external(cfg, found)
     _check_training(cfg, found)
     _check_flywheel(cfg, found)
-    suite = _load_suite(cfg, found)
+    suite = load_checked_suite(cfg, found)
     check_judge(cfg, suite, found)
     _check_challenger(cfg, found, suite)
     refused = len(found.errors)
@@ -88,7 +88,7 @@ def preflight(cfg: LoopConfig) -> Findings:
     for key, message in portfolio_problems(cfg, suite):
         found.error(key, message)
     if suite is not None:
-        gate_items = _check_slices(cfg, suite, found)
+        gate_items = check_slices(cfg, suite, found)
         if gate_items:
             judge = judge_attenuation(cfg) if judged(cfg, suite) else None
             check_power(cfg, gate_items, found, judge)
@@ -402,101 +402,3 @@ def _check_external(cfg: LoopConfig, found: Findings) -> None:
             found.error(key, f"expected an http(s) URL ending in /v1 (got {url!r})")
     if key_env and not os.environ.get(key_env):
         found.error(key_path, f"environment variable {key_env} is not set or empty")
-
-
-# ---- the suite: scorers, slices (the power warning: gate_power) ------------------------------
-
-
-def _unknown_item_scorers(path: Path) -> list[str]:
-    """`file:line: unknown scorer …` for every item naming one (load_suite stops at the first)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []  # load_suite reports it
-    out = []
-    # lines end at "\n" only, as load_suite counts them (JSON strings may hold U+2028)
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        try:
-            raw = json.loads(line) if line.strip() else None
-        except ValueError:
-            continue  # load_suite reports bad JSON with its line
-        name = raw.get("scorer") if isinstance(raw, dict) else None
-        if isinstance(name, str) and name not in scorers:
-            out.append(
-                f"{path}:{lineno}: unknown scorer {name!r}{did_you_mean(name, scorers.names())}"
-            )
-    return out
-
-
-def _load_suite(cfg: LoopConfig, found: Findings) -> Suite | None:
-    path = cfg.suite.path
-    if not path.is_file() or not os.access(path, os.R_OK):
-        return None  # reported by _check_paths
-    unknown = _unknown_item_scorers(path)
-    if unknown:
-        found.error("suite.path", "\n    ".join(["items name unknown scorers:", *unknown]))
-        return None
-    # An unknown default scorer is reported under its own key; a known stand-in lets the
-    # slice checks run (scorer names never move an item between slices).
-    default = cfg.suite.default_scorer
-    if default not in scorers:
-        default = scorers.names()[0]
-    try:
-        return load_suite(path, default)
-    except InputError as err:
-        found.error("suite.path", str(err))
-        return None
-
-
-def _slice(cfg: LoopConfig, suite: Suite, key: str, name: str, found: Findings) -> set[str] | None:
-    fractions = cfg.suite.slices
-    if cfg.suite.rolling is None and any(part not in fractions for part in name.split("+")):
-        part = next(p for p in name.split("+") if p not in fractions)
-        known = ", ".join(sorted(fractions)) or "none"
-        found.error(
-            key,
-            f"unknown slice {part!r}{did_you_mean(part, fractions)}; suite.slices has: {known}",
-        )
-        return None
-    try:
-        return set(resolve_slice(suite, cfg.suite, name))
-    except InputError as err:  # a rolling name out of range, or no slice fits
-        found.error(key, str(err))
-        return None
-
-
-def _check_slices(cfg: LoopConfig, suite: Suite, found: Findings) -> int:
-    """Check eval and gate slices; the gate slice's size (0 when it cannot be judged)."""
-    e, g = cfg.eval.slice, cfg.gate
-    evaluated = (
-        {i.id for i in suite.items} if e is None else _slice(cfg, suite, "eval.slice", e, found)
-    )
-    if evaluated is not None and not evaluated:
-        found.error("eval.slice", f"slice {e!r} has no items in {suite.path}")
-        return 0
-    if not g.enabled:
-        return 0
-    gate = _slice(cfg, suite, "gate.slice", g.slice, found)
-    if gate is None or evaluated is None:
-        return 0
-    if not gate <= evaluated:
-        found.error(
-            "eval.slice",
-            f"evaluates only slice {e!r}, but the gate decides on slice {g.slice!r}, whose "
-            f"items would not be evaluated; leave eval.slice unset to evaluate the whole suite",
-        )
-    elif not evaluated - gate:
-        found.error(
-            "gate.slice",
-            f"the report uses every evaluated item except the gate slice {g.slice!r}, and none "
-            f"is left ({len(evaluated)} evaluated, all in the gate slice); evaluate the whole "
-            "suite (eval.slice unset) with another slice in suite.slices",
-        )
-    if len(gate) < g.min_items:
-        found.error(
-            "gate.min_items",
-            f"the gate slice {g.slice!r} has {len(gate)} items, fewer than min_items "
-            f"{g.min_items}: the gate could only reject; enlarge suite.slices.{g.slice} or "
-            "the suite",
-        )
-    return len(gate)
