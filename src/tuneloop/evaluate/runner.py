@@ -90,7 +90,13 @@ from tuneloop.samplelog import (
     SampleRow,
     SamplingParams,
 )
-from tuneloop.scorers.judge import JudgeRefused, judge_configured, judge_cost, judge_for
+from tuneloop.scorers.judge import (
+    JudgeRefused,
+    judge_configured,
+    judge_cost,
+    judge_for,
+    judge_unanswered,
+)
 from tuneloop.scorers.resolve import ScorerResolver
 from tuneloop.suite import SuiteItem, load_suite, resolve_slice
 
@@ -200,7 +206,9 @@ def evaluate(
         started = time.perf_counter()
         retries, appended = _run_loop(_run_all(run, api_key, progress))
         final = _finish(run, Path(out_dir), lines + appended, prior_retries + retries, started)
-        _check_judge_answered(run)
+        problem = judge_unanswered(run.rows.values(), run.settings.judge)
+        if problem is not None:
+            raise InputError(problem)
         if final.counts["ok"] + final.counts["harness_error"] == 0:
             # fail closed: a log with no completion at all says nothing about the model
             last = next(iter(run.errors.values()), "none recorded")
@@ -210,24 +218,6 @@ def evaluate(
                 f"last error: {last}). Is the server running? Rerun with the same --out to resume."
             )
         return final
-
-
-def _check_judge_answered(run: _Run) -> None:
-    """InputError when the judge gave no parsable judgement for any sample it graded: a judge
-    that answers prose is misconfigured (its rubric, its model), not a model outcome."""
-    judged = [r for r in run.rows.values() if r.scorer == "judge" and r.status != "missing"]
-    if not judged or any(r.status == "ok" for r in judged):
-        return
-    errors = [r.error or "" for r in judged]
-    if all("JudgeUnparsable" in e for e in errors):
-        spec = judge_for(run.settings.judge).spec if run.settings.judge else None
-        rubric = f" ({spec.rubric})" if spec else ""
-        raise InputError(
-            f"the judge gave no parsable judgement for any of the {len(judged)} samples scored "
-            f"`judge` (last: {errors[-1][:160]}); its rubric{rubric} must ask for "
-            "`SCORE: <0..1>` on the last line. Rows are kept as harness errors: rerun into a "
-            "new --out once the judge is fixed"
-        )
 
 
 def _run_loop(coro: Coroutine[Any, Any, T]) -> T:

@@ -27,7 +27,13 @@ from tuneloop.scorers.judge.judge import (
 )
 from tuneloop.scorers.judge.parse import Unparsable, parse_grade, parse_verdict
 from tuneloop.scorers.judge.rubric import Rubric, answer_text, load_rubric, prompt_text
-from tuneloop.scorers.judge.scorer import item_messages, judge_configured, judge_cost, judge_for
+from tuneloop.scorers.judge.scorer import (
+    item_messages,
+    judge_configured,
+    judge_cost,
+    judge_for,
+    judge_unanswered,
+)
 from tuneloop.scorers.judge.spec import JudgeSpec, default_cache, load_judge_spec
 
 __all__ = [
@@ -48,6 +54,7 @@ __all__ = [
     "judge_configured",
     "judge_cost",
     "judge_for",
+    "judge_unanswered",
     "load_judge",
     "load_judge_spec",
     "load_rubric",

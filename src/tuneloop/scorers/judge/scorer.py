@@ -56,6 +56,25 @@ def judge_cost(rows: Iterable[SampleRow]) -> float | None:
     return sum(costs) if costs else None
 
 
+def judge_unanswered(rows: Iterable[SampleRow], path: Path | None) -> str | None:
+    """Why an eval's judge is misconfigured, when it gave no parsable judgement for any
+    sample it graded (it answers prose: its rubric or model is wrong, not the model under
+    eval); None otherwise."""
+    judged = [r for r in rows if r.scorer == "judge" and r.status != "missing"]
+    if not judged or any(r.status == "ok" for r in judged):
+        return None
+    errors = [r.error or "" for r in judged]
+    if not all("JudgeUnparsable" in e for e in errors):
+        return None
+    rubric = f" ({judge_for(path).spec.rubric})" if path is not None else ""
+    return (
+        f"the judge gave no parsable judgement for any of the {len(judged)} samples scored "
+        f"`judge` (last: {errors[-1][:160]}); its rubric{rubric} must ask for "
+        "`SCORE: <0..1>` on the last line. Rows are kept as harness errors: rerun into a "
+        "new --out once the judge is fixed"
+    )
+
+
 def item_messages(item: dict[str, Any]) -> list[dict[str, Any]]:
     """The item's conversation: its `messages`, or its `prompt` as one user message."""
     messages = item.get("messages")
