@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tuneloop.config import GateConfig
-from tuneloop.config.models import CostBarConfig
+from tuneloop.config.gate import CostBarConfig
 from tuneloop.errors import InputError
 from tuneloop.gate import Bar, adjudicate
 from tuneloop.gate.ledger import SealedBar, open_ledger

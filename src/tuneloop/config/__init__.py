@@ -5,6 +5,7 @@ Each section is also its phase's settings, and the commands generate their optio
 """
 
 from tuneloop.config.base import ConfigPath, Section
+from tuneloop.config.gate import BarConfig, GateConfig
 from tuneloop.config.load import (
     apply_override,
     dump_config,
@@ -14,11 +15,9 @@ from tuneloop.config.load import (
 )
 from tuneloop.config.models import (
     ArchiveConfig,
-    BarConfig,
     DataConfig,
     EvalConfig,
     ExternalConfig,
-    GateConfig,
     LoopConfig,
     ReportConfig,
     ServeConfig,

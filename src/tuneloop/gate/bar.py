@@ -37,7 +37,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tuneloop.config import BarConfig, load_yaml_model
-from tuneloop.config.models import SequenceConfig, SequenceRule, sequence_problem
+from tuneloop.config.gate import SequenceConfig, SequenceRule, sequence_problem
 from tuneloop.records import canonical_json, sha256_bytes
 
 FIELDS = tuple(BarConfig.model_fields)

@@ -37,7 +37,7 @@ from tuneloop.config.options import leaf_fields, settings_options
 from tuneloop.errors import EXIT_OK, EXIT_REJECT, InputError
 
 if TYPE_CHECKING:
-    from tuneloop.config.models import SequenceConfig
+    from tuneloop.config.gate import SequenceConfig
     from tuneloop.gate.bar import BarFile
 
 EXIT = {"promote": EXIT_OK, "reject": EXIT_REJECT, "awaiting_approval": EXIT_REJECT}

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuneloop.config.models import CostBarConfig
+from tuneloop.config.gate import CostBarConfig
 from tuneloop.errors import InputError
 from tuneloop.gate.rule import Condition
 from tuneloop.gate.verdict_record import CostCondition, CostResult

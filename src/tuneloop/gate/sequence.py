@@ -47,7 +47,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from tuneloop.config import BarConfig, GateConfig
-from tuneloop.config.models import SequenceConfig, sequence_problem
+from tuneloop.config.gate import SequenceConfig, sequence_problem
 from tuneloop.errors import InputError
 from tuneloop.gate.bar import Bar, SequenceTerm
 from tuneloop.gate.ledger import AlphaSpend, Ledger, SealedBar, open_ledger
