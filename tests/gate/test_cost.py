@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from tuneloop.config import GateConfig
-from tuneloop.config.models import CostBarConfig
+from tuneloop.config.gate import CostBarConfig
 from tuneloop.errors import InputError
 from tuneloop.gate import Bar, adjudicate, pretest
 from tuneloop.gate.bar import load_bar
